@@ -1,0 +1,133 @@
+"""Unicode text facts shared by the data layer, language ID and metrics.
+
+Scripts of characters, normalisation, and signs of damaged text (mojibake, lone surrogates,
+replacement characters). Pure functions over strings; knows nothing about files, models or MLflow.
+"""
+
+from __future__ import annotations
+
+import bisect
+import unicodedata
+from collections import Counter
+
+# (first code point, last code point, script). Sorted, non-overlapping. Covers the scripts of the
+# languages mlgrpo ships data for and their neighbours; anything else is "Other", and digits,
+# punctuation, symbols and spaces are "Common" (they say nothing about the language).
+_RANGES: list[tuple[int, int, str]] = sorted(
+    [
+        (0x0041, 0x005A, "Latin"), (0x0061, 0x007A, "Latin"), (0x00AA, 0x00AA, "Latin"),
+        (0x00BA, 0x00BA, "Latin"), (0x00C0, 0x00D6, "Latin"), (0x00D8, 0x00F6, "Latin"),
+        (0x00F8, 0x024F, "Latin"), (0x0250, 0x02AF, "Latin"), (0x1E00, 0x1EFF, "Latin"),
+        (0x2C60, 0x2C7F, "Latin"), (0xA720, 0xA7FF, "Latin"), (0xFF21, 0xFF3A, "Latin"),
+        (0xFF41, 0xFF5A, "Latin"),
+        (0x0370, 0x03FF, "Greek"), (0x1F00, 0x1FFF, "Greek"),
+        (0x0400, 0x052F, "Cyrillic"), (0x1C80, 0x1C8F, "Cyrillic"), (0x2DE0, 0x2DFF, "Cyrillic"),
+        (0xA640, 0xA69F, "Cyrillic"),
+        (0x0530, 0x058F, "Armenian"),
+        (0x0590, 0x05FF, "Hebrew"), (0xFB1D, 0xFB4F, "Hebrew"),
+        (0x0600, 0x06FF, "Arabic"), (0x0750, 0x077F, "Arabic"), (0x08A0, 0x08FF, "Arabic"),
+        (0xFB50, 0xFDFF, "Arabic"), (0xFE70, 0xFEFF, "Arabic"),
+        (0x0700, 0x074F, "Syriac"), (0x0780, 0x07BF, "Thaana"),
+        (0x0900, 0x097F, "Devanagari"), (0xA8E0, 0xA8FF, "Devanagari"),
+        (0x0980, 0x09FF, "Bengali"), (0x0A00, 0x0A7F, "Gurmukhi"), (0x0A80, 0x0AFF, "Gujarati"),
+        (0x0B00, 0x0B7F, "Oriya"), (0x0B80, 0x0BFF, "Tamil"), (0x0C00, 0x0C7F, "Telugu"),
+        (0x0C80, 0x0CFF, "Kannada"), (0x0D00, 0x0D7F, "Malayalam"), (0x0D80, 0x0DFF, "Sinhala"),
+        (0x0E00, 0x0E7F, "Thai"), (0x0E80, 0x0EFF, "Lao"), (0x0F00, 0x0FFF, "Tibetan"),
+        (0x1000, 0x109F, "Myanmar"), (0x10A0, 0x10FF, "Georgian"), (0x1C90, 0x1CBF, "Georgian"),
+        (0x1100, 0x11FF, "Hangul"), (0x3130, 0x318F, "Hangul"), (0xA960, 0xA97F, "Hangul"),
+        (0xAC00, 0xD7AF, "Hangul"), (0xD7B0, 0xD7FF, "Hangul"), (0xFFA0, 0xFFDC, "Hangul"),
+        (0x1200, 0x139F, "Ethiopic"), (0x2D80, 0x2DDF, "Ethiopic"),
+        (0x1780, 0x17FF, "Khmer"), (0x1800, 0x18AF, "Mongolian"),
+        (0x3040, 0x309F, "Hiragana"), (0x30A0, 0x30FF, "Katakana"), (0x31F0, 0x31FF, "Katakana"),
+        (0xFF66, 0xFF9F, "Katakana"),
+        (0x2E80, 0x2FDF, "Han"), (0x3005, 0x3007, "Han"), (0x3021, 0x3029, "Han"),
+        (0x3400, 0x4DBF, "Han"), (0x4E00, 0x9FFF, "Han"), (0xF900, 0xFAFF, "Han"),
+        (0x20000, 0x3134F, "Han"),
+        (0x3100, 0x312F, "Bopomofo"),
+    ]
+)
+_STARTS = [r[0] for r in _RANGES]
+
+# Characters that only appear when UTF-8 bytes were decoded as a single-byte codec (or the
+# reverse): "Ã©" for "é", "â€™" for "’", "ä¸­" for "中". ftfy's badness score catches the rest.
+_REPLACEMENT = "\ufffd"
+
+
+def char_script(ch: str) -> str:
+    """The script of one character: "Latin", "Han", ..., "Common" or "Other"."""
+    cp = ord(ch)
+    i = bisect.bisect_right(_STARTS, cp) - 1
+    if i >= 0 and _RANGES[i][0] <= cp <= _RANGES[i][1]:
+        return _RANGES[i][2]
+    cat = unicodedata.category(ch)
+    if cat[0] in "NPSZC" or cat in ("Lm", "Mn", "Mc", "Me"):
+        return "Common"
+    return "Other"
+
+
+def script_counts(text: str) -> Counter:
+    """How many characters of each script `text` has, without "Common" ones."""
+    counts: Counter = Counter()
+    for ch in text:
+        script = char_script(ch)
+        if script != "Common":
+            counts[script] += 1
+    return counts
+
+
+def dominant_script(text: str) -> tuple[str | None, float]:
+    """The most frequent script and its share of the script-bearing characters.
+
+    Japanese kana and Han count together as "Japanese" when any kana is present, since Japanese
+    text mixes them; Hangul with Han stays "Hangul". Returns (None, 0.0) for text with no letters.
+    """
+    counts = script_counts(text)
+    total = sum(counts.values())
+    if total == 0:
+        return None, 0.0
+    kana = counts.get("Hiragana", 0) + counts.get("Katakana", 0)
+    if kana:
+        jp = kana + counts.get("Han", 0)
+        return "Japanese", jp / total
+    script, n = counts.most_common(1)[0]
+    return script, n / total
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """True when `text` holds a UTF-16 surrogate code point (it cannot be encoded as UTF-8)."""
+    return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+
+
+def scrub_surrogates(text: str) -> str:
+    """Replace lone surrogates with U+FFFD so that the text can be written as UTF-8."""
+    if not has_lone_surrogate(text):
+        return text
+    return "".join(_REPLACEMENT if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
+
+
+def normalize(text: str) -> str:
+    """NFC: one code point sequence per visible text, so that equal strings compare equal."""
+    return unicodedata.normalize("NFC", text)
+
+
+def replacement_share(text: str) -> float:
+    """Share of U+FFFD characters: text that went through a lossy decode has many."""
+    return text.count(_REPLACEMENT) / len(text) if text else 0.0
+
+
+def is_mojibake(text: str) -> bool:
+    """True when `text` looks decoded with the wrong codec ("ä¸­æ–‡" for "中文", "Ã©" for "é").
+
+    Uses ftfy: if re-encoding and decoding the text fixes it into something different, the text was
+    garbled. Lossy decodes (many U+FFFD) count too.
+    """
+    if not text:
+        return False
+    if replacement_share(text) > 0.1:
+        return True
+    import ftfy  # local: ftfy loads tables on import; most callers never need it
+
+    if not ftfy.is_bad(text):
+        return False
+    fixed = ftfy.fix_encoding(text)
+    return fixed != text
