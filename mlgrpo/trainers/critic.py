@@ -1,0 +1,69 @@
+"""PPO's value model: a backbone and a scalar head, V(s_t) for every position of a sequence.
+
+"separate": a copy of the policy's backbone (same architecture, initialised from the policy's weights,
+as in classic RLHF where the critic starts from the policy or the reward model), trained by its own
+optimiser. "head": the policy's own backbone object with a new head: the value loss then flows into the
+policy's parameters too. LoRA adapters stay on the policy: the copy is taken from the base model, so the
+critic has none (the method notes' advice: no adapters on the critic).
+Knows nothing about TRL, rewards or MLflow.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import Tensor, nn
+
+
+class ValueModel(nn.Module):
+    """V(s_t) = head(h_t) for each position t; h_t the backbone's last hidden state."""
+
+    def __init__(self, backbone: nn.Module, hidden_size: int) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Linear(hidden_size, 1)
+        # A zero head starts V at 0 everywhere: the first GAE advantages are then the plain returns, and
+        # a random head's noise does not leak into the first policy updates.
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.head(hidden.to(self.head.weight.dtype)).squeeze(-1)  # (B, L)
+
+    def completion_values(self, prompt_ids: Tensor, prompt_mask: Tensor, completion_ids: Tensor, completion_mask: Tensor) -> Tensor:
+        """(B, T) values of the states before each completion token (position P-1+t predicts token t)."""
+        ids = torch.cat([prompt_ids, completion_ids], dim=1)
+        mask = torch.cat([prompt_mask, completion_mask], dim=1)
+        values = self(ids, mask)
+        p, t = prompt_ids.size(1), completion_ids.size(1)
+        return values[:, p - 1 : p - 1 + t]
+
+
+def base_model(policy: nn.Module) -> nn.Module:
+    """The policy without PEFT adapters (the model itself when it has none)."""
+    get_base = getattr(policy, "get_base_model", None)
+    return get_base() if callable(get_base) else policy
+
+
+def build_value_model(policy: nn.Module, mode: str) -> ValueModel:
+    """A critic for `policy`: a float32 copy of its backbone ("separate") or its backbone ("head")."""
+    base = base_model(policy)
+    backbone = base.base_model  # transformers: the decoder without the LM head (Qwen2Model, LlamaModel ...)
+    hidden = base.config.hidden_size
+    if mode == "separate":
+        backbone = copy.deepcopy(backbone).float()
+        for param in backbone.parameters():
+            param.requires_grad_(True)
+        return ValueModel(backbone, hidden)
+    if mode == "head":
+        return ValueModel(backbone, hidden)
+    raise ValueError(f"unknown value model mode {mode!r}")
+
+
+def trainable_critic_parameters(critic: ValueModel, policy: nn.Module) -> list[nn.Parameter]:
+    """The critic's parameters that the policy's optimiser does not already own (all of them when
+    separate; only the head when it sits on the policy's backbone)."""
+    owned = {id(p) for p in policy.parameters()}
+    return [p for p in critic.parameters() if id(p) not in owned and p.requires_grad]

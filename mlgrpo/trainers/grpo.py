@@ -1,0 +1,233 @@
+"""GRPO on TRL's rollout engine, with mlgrpo's advantages, sampler, reward guard and per-language metrics.
+
+`MultilingualGRPOTrainer` subclasses trl.GRPOTrainer and changes only where the algorithm or the
+language layer differs; generation, reward calls, the reference model, the clipped loss,
+accelerate/DeepSpeed, PEFT and vLLM stay TRL's:
+
+    TRL generates and scores -> _calculate_rewards (ours: also gathers each row's prompt, language,
+    length) -> _generate_and_score_completions (ours: compute_advantages from the registry replaces
+    TRL's inline advantages; per-language metrics) -> TRL's loss (+ the inter-group regulariser)
+
+With AdvantageConfig() (group by prompt, group std, ddof 1, eps 1e-4) and no sampler config the
+advantages, hence the parameters, equal stock trl.GRPOTrainer's (tests/trainers checks both).
+Knows nothing about MLflow or YAML files: metrics go through TRL's log(), read by callbacks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+from accelerate.utils import gather_object
+from torch import Tensor
+from trl import GRPOTrainer
+
+from mlgrpo.algorithms import GroupKeys, compute_advantages, group_stats
+from mlgrpo.errors import UserError
+from mlgrpo.sampling import LanguageSampler, SamplerConfig
+from mlgrpo.trainers.config import AlgorithmConfig
+from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
+
+GROUP_COLUMN = "mlgrpo_group"  # (B,) int64 per local row, added to the batch for the inter-group term
+
+
+@dataclass
+class BatchRows:
+    """What the gathered batch knows about its rows (all processes, TRL's order)."""
+
+    prompts: list[str]
+    languages: list[str]
+    completion_lengths: list[int]
+    rewards_per_func: Tensor  # (N, F) raw reward of each function, NaN where it returned None
+
+
+class MultilingualGRPOTrainer(GRPOTrainer):
+    """trl.GRPOTrainer with registry advantages, a language-aware sampler and per-language metrics.
+
+    algorithm:        AlgorithmConfig (name "grpo"); the estimator and grouping come from its registry.
+    sampler:          SamplerConfig for LanguageSampler; None keeps TRL's RepeatSampler (compatibility).
+    reward_guard:     the RewardGuard that wraps the reward functions, so its counts are logged.
+    language_column:  the dataset column with each row's ISO 639-1 code.
+    Every other argument is trl.GRPOTrainer's.
+    """
+
+    def __init__(
+        self,
+        *args,
+        algorithm: AlgorithmConfig | None = None,
+        sampler: SamplerConfig | None = None,
+        reward_guard=None,
+        language_column: str = "language",
+        **kwargs,
+    ) -> None:
+        self.algorithm = algorithm or AlgorithmConfig()
+        self.sampler_config = sampler
+        self.reward_guard = reward_guard
+        self.language_column = language_column
+        self._rows: BatchRows | None = None
+        self._language_sampler: LanguageSampler | None = None
+        self._last_generation: float | None = None
+        super().__init__(*args, **kwargs)
+        self._check_dataset(self.train_dataset)
+
+    # ---- data order -------------------------------------------------------------------------------
+
+    def _check_dataset(self, dataset) -> None:
+        if dataset is None or not hasattr(dataset, "column_names"):
+            return
+        if self.language_column not in dataset.column_names:
+            raise UserError(
+                f"the training data has no {self.language_column!r} column (columns: "
+                f"{', '.join(dataset.column_names)}); prepare it with `mlgrpo data prepare`"
+            )
+
+    def _get_train_sampler(self, dataset=None):
+        if self.sampler_config is None:
+            return super()._get_train_sampler(dataset)
+        dataset = self.train_dataset if dataset is None else dataset
+        self._language_sampler = LanguageSampler(
+            dataset[self.language_column],
+            self.sampler_config,
+            mini_repeat_count=self.num_generations,
+            batch_size=self.args.generation_batch_size // self.num_generations,
+            repeat_count=self.num_iterations * self.args.steps_per_generation,
+        )
+        return self._language_sampler
+
+    # ---- rewards and advantages -------------------------------------------------------------------
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._rows = BatchRows(
+            prompts=gather_object([_prompt_text(p) for p in prompts]),
+            languages=gather_object([str(x.get(self.language_column) or "und") for x in inputs]),
+            completion_lengths=gather_object([len(ids) for ids in completion_ids_list]),
+            rewards_per_func=rewards_per_func,
+        )
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        # Throughput is end to end: completions per wall second since the previous generation, which
+        # covers generation, scoring and the optimiser steps in between (the first call: generation only).
+        started = self._last_generation or time.perf_counter()
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        rows, self._rows = self._rows, None
+        keys = self._group_keys(rows, mode)
+        local = slice(self.accelerator.process_index * len(inputs), (self.accelerator.process_index + 1) * len(inputs))
+        rewards = self._combined_rewards(rows.rewards_per_func)
+        advantages, metrics = self._advantages(rewards, keys, output, local)
+        output["advantages"] = advantages
+        if self.algorithm.advantage.inter_group_coef > 0:
+            group_fn = self.algorithm.advantage.group_by
+            from mlgrpo.algorithms import GROUP_KEYS
+
+            output[GROUP_COLUMN] = GROUP_KEYS.get(group_fn)(keys, self.algorithm.advantage.grouping)[local]
+        metrics.update(self._language_metrics(rows, rewards, keys))
+        now = time.perf_counter()
+        self._record(mode, metrics, rows, now - started)
+        if mode == "train":
+            self._last_generation = now
+        return output
+
+    def _group_keys(self, rows: BatchRows, mode: str) -> GroupKeys:
+        group_size = self.num_generations if mode == "train" else self.num_generations_eval
+        return GroupKeys.from_rows(
+            rows.prompts,
+            rows.languages,
+            group_size=group_size,
+            lengths=rows.completion_lengths,
+            device=self.accelerator.device,
+        )
+
+    def _combined_rewards(self, rewards_per_func: Tensor) -> Tensor:
+        """(N,) weighted sum as TRL forms it (nansum), NaN where every function returned None; or the
+        (N, F) columns when the advantage config gives each objective its own baseline."""
+        if self.algorithm.advantage.objective_weights is not None:
+            return rewards_per_func
+        weights = self.reward_weights.to(rewards_per_func.device)
+        rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
+        return rewards.masked_fill(torch.isnan(rewards_per_func).all(dim=1), float("nan"))
+
+    def _advantages(self, rewards: Tensor, keys: GroupKeys, output: dict, local: slice) -> tuple[Tensor, dict]:
+        """The registry's advantages for this process's rows (PPO overrides this with its critic)."""
+        result = compute_advantages(
+            rewards, keys, self.algorithm.advantage, step=self.state.global_step, total_steps=max(1, self.state.max_steps)
+        )
+        return result.advantages[local], dict(result.metrics)
+
+    def _language_metrics(self, rows: BatchRows, rewards: Tensor, keys: GroupKeys) -> dict[str, Tensor]:
+        scalar = rewards if rewards.dim() == 1 else self._combined_rewards_from_columns(rewards)
+        metrics = per_language(scalar, keys.lang_ids, keys.languages, "reward")
+        for i, name in enumerate(self.reward_func_names):
+            metrics.update(per_language(rows.rewards_per_func[:, i], keys.lang_ids, keys.languages, f"rewards/{name}"))
+        lengths = keys.lengths.to(scalar.dtype) if keys.lengths is not None else None
+        if lengths is not None:
+            metrics.update(per_language(lengths, keys.lang_ids, keys.languages, "completion_length"))
+        metrics.update(language_counts(keys.lang_ids, keys.languages))
+        # Group sizes as the grouping saw them (prompt groups; TRL's layout makes them G unless the
+        # grouping pools prompts).
+        sizes = group_stats(scalar, keys.prompt_ids, 0).count
+        metrics["groups/mean_size"] = sizes.mean()
+        return metrics
+
+    def _combined_rewards_from_columns(self, columns: Tensor) -> Tensor:
+        weights = torch.tensor(self.algorithm.advantage.objective_weights, dtype=columns.dtype, device=columns.device)
+        return (columns * weights).sum(dim=1)
+
+    def _record(self, mode: str, metrics: dict[str, Tensor], rows: BatchRows, seconds: float) -> None:
+        values = to_floats(metrics)
+        if self.reward_guard is not None:
+            values.update({k: float(v) for k, v in self.reward_guard.metrics().items()})
+        n = len(rows.prompts)
+        tokens = sum(rows.completion_lengths)
+        values["system/samples_per_sec"] = n / max(seconds, 1e-9)
+        values["system/tokens_per_sec"] = tokens / max(seconds, 1e-9)
+        values["system/peak_memory_mb"] = peak_memory_mb(self.accelerator.device)
+        if self._language_sampler is not None:
+            for lang, count in self._language_sampler.language_counts().items():
+                values[f"sampler/drawn/{lang}"] = float(count)
+        for name, value in values.items():
+            self._metrics[mode][name].append(value)
+
+    # ---- loss ---------------------------------------------------------------------------------------
+
+    def _compute_loss(self, model, inputs):
+        loss = super()._compute_loss(model, inputs)
+        coef = self.algorithm.advantage.inter_group_coef
+        if coef > 0 and GROUP_COLUMN in inputs:
+            loss = loss + coef * self._inter_group_term(model, inputs)
+        return loss
+
+    def _inter_group_term(self, model, inputs) -> Tensor:
+        """Variance over groups of the group-mean surrogate ratio * A (the method notes' inter-group
+        regulariser, var(mean(group_adv))). At ratio 1 it equals the variance of the group-mean
+        advantages; written with the ratio it has a gradient, so the term can act on the policy."""
+        prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
+        mask = inputs["completion_mask"]
+        ids = torch.cat([prompt_ids, completion_ids], dim=1)
+        attention = torch.cat([inputs["prompt_mask"], mask], dim=1)
+        logps, _, _ = self._get_per_token_logps_and_entropies(model, ids, attention, completion_ids.size(1))
+        old = inputs.get("old_per_token_logps")
+        old = logps.detach() if old is None else old
+        seq_log_ratio = ((logps - old) * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+        advantages = inputs["advantages"]
+        per_row = torch.exp(seq_log_ratio) * (advantages if advantages.dim() == 1 else advantages.mean(-1))
+        stats = group_stats(per_row, inputs[GROUP_COLUMN], 0)
+        table = stats.table
+        live = table.count > 0
+        means = torch.where(live, table.mean, 0.0)
+        n = live.sum().clamp(min=1)
+        centre = means.sum() / n
+        return (torch.where(live, (means - centre) ** 2, 0.0)).sum() / n
+
+
+def _prompt_text(prompt) -> str:
+    """A prompt as text for hashing and grouping: plain text, or the last user message of a conversation."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):
+        content = prompt[-1].get("content", "")
+        return content if isinstance(content, str) else str(content)
+    return str(prompt)

@@ -1,0 +1,102 @@
+"""MultilingualGRPOTrainer: equal to stock TRL in compatibility mode, language-aware otherwise."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from trl import GRPOTrainer
+
+from mlgrpo.algorithms import AdvantageConfig
+from mlgrpo.sampling import SamplerConfig
+from mlgrpo.trainers import AlgorithmConfig, MultilingualGRPOTrainer
+
+from .conftest import LANGUAGES, grpo_args, length_reward
+
+
+class RecordingTrainer(MultilingualGRPOTrainer):
+    """Keeps TRL's own advantages next to ours for every generation batch."""
+
+    def _advantages(self, rewards, keys, output, local):
+        trl_advantages = output["advantages"].clone()
+        ours, metrics = super()._advantages(rewards, keys, output, local)
+        self.pairs = getattr(self, "pairs", []) + [(trl_advantages, ours.clone())]
+        return ours, metrics
+
+
+def params(model) -> torch.Tensor:
+    return torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+
+
+def test_compatibility_mode_equals_stock_trl(tmp_path, make_model, tokenizer, dataset):
+    stock_model, our_model = make_model(), make_model()
+    start = params(stock_model)
+    assert torch.equal(start, params(our_model))
+    # lr 1e-5 (TRL's default is 1e-6): Adam turns a gradient element that is ~0 into a step of ~lr, so
+    # the last-bit differences between the registry's scatter sums and TRL's reshaped means (<= 2.4e-7
+    # in the advantages) move such elements by up to ~lr; at lr 1e-3 a handful ended 1.1e-6 apart. At
+    # 1e-5 one step is 10x the 1e-6 tolerance and the parameters move ~3e-5, so a wrong advantage shows.
+    stock_args, our_args = (grpo_args(tmp_path / name, max_steps=5, learning_rate=1e-5) for name in ("stock", "ours"))
+    GRPOTrainer(model=stock_model, reward_funcs=[length_reward], args=stock_args,
+                train_dataset=dataset, processing_class=tokenizer).train()
+    ours = RecordingTrainer(model=our_model, reward_funcs=[length_reward], args=our_args,
+                            train_dataset=dataset, processing_class=tokenizer, algorithm=AlgorithmConfig())
+    ours.train()
+    # Same batch, same advantages: TRL's inline computation and the registry's grpo estimator.
+    assert len(ours.pairs) == 5
+    for trl_adv, our_adv in ours.pairs:
+        torch.testing.assert_close(our_adv, trl_adv, rtol=0, atol=1e-6)
+    # Same five steps, same parameters; and they did move.
+    assert (params(stock_model) - start).abs().max() > 1e-5
+    assert (params(our_model) - params(stock_model)).abs().max() <= 1e-6
+
+
+def test_per_language_metrics_are_logged_and_parameters_change(tmp_path, make_model, tokenizer, dataset):
+    model = make_model()
+    start = params(model)
+    trainer = MultilingualGRPOTrainer(
+        model=model, reward_funcs=[length_reward], args=grpo_args(tmp_path, max_steps=4, per_device_train_batch_size=16),
+        train_dataset=dataset, processing_class=tokenizer,
+        algorithm=AlgorithmConfig(advantage=AdvantageConfig(group_by="prompt", std_scope="language")),
+        sampler=SamplerConfig(name="balanced", seed=0),
+    )
+    trainer.train()
+    assert (params(model) - start).abs().max() > 1e-4
+    logged = {k for entry in trainer.state.log_history for k in entry}
+    for lang in LANGUAGES:  # the balanced sampler draws every language within 4 steps of 4 prompts
+        assert f"reward/{lang}" in logged and f"adv/mean/{lang}" in logged and f"sampler/drawn/{lang}" in logged
+        assert f"rewards/length_reward/{lang}" in logged
+    for name in ("adv/zero_std_groups", "adv/nonfinite_rewards", "system/samples_per_sec",
+                 "system/tokens_per_sec", "system/peak_memory_mb", "entropy", "clip_ratio/region_mean"):
+        assert name in logged
+    # The trainer drew through the language sampler (its shares are tested in tests/sampling).
+    drawn = trainer._language_sampler.language_counts()
+    assert set(drawn) == set(LANGUAGES) and sum(drawn.values()) >= 4 * 4
+
+
+def test_missing_language_column_is_a_clear_error(tmp_path, make_model, tokenizer, dataset):
+    from mlgrpo.errors import UserError
+
+    with pytest.raises(UserError, match="no 'language' column"):
+        MultilingualGRPOTrainer(model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path),
+                                train_dataset=dataset.remove_columns("language"), processing_class=tokenizer)
+
+
+def test_inter_group_regulariser_changes_the_update(tmp_path, make_model, tokenizer, dataset):
+    def run(coef: float) -> torch.Tensor:
+        model = make_model()
+        cfg = AlgorithmConfig(advantage=AdvantageConfig(inter_group_coef=coef))
+        MultilingualGRPOTrainer(model=model, reward_funcs=[length_reward], args=grpo_args(tmp_path / str(coef), max_steps=2),
+                                train_dataset=dataset, processing_class=tokenizer, algorithm=cfg).train()
+        return params(model)
+
+    plain, regularised = run(0.0), run(10.0)
+    assert (plain - regularised).abs().max() > 1e-7
+
+
+def test_gae_without_critic_is_refused():
+    from mlgrpo.errors import UserError
+
+    with pytest.raises(UserError, match="needs a critic"):
+        AlgorithmConfig(name="grpo", advantage=AdvantageConfig(estimator="gae"))
+    with pytest.raises(UserError, match="per-token estimator"):
+        AlgorithmConfig(name="ppo", advantage=AdvantageConfig(estimator="grpo"))
