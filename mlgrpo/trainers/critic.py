@@ -53,7 +53,11 @@ def build_value_model(policy: nn.Module, mode: str) -> ValueModel:
     backbone = base.base_model  # transformers: the decoder without the LM head (Qwen2Model, LlamaModel ...)
     hidden = base.config.hidden_size
     if mode == "separate":
-        backbone = copy.deepcopy(backbone).float()
+        if base is not policy:  # PEFT injects adapter layers in place: copy, then take them out again
+            backbone = copy.deepcopy(policy).unload().base_model
+        else:
+            backbone = copy.deepcopy(backbone)
+        backbone = backbone.float()
         for param in backbone.parameters():
             param.requires_grad_(True)
         return ValueModel(backbone, hidden)
