@@ -20,8 +20,7 @@ SETTINGS = TinySettings(languages=LANGUAGES, vocab_size=400, hidden_size=32, num
                         intermediate_size=64, seed=0)
 
 
-@pytest.fixture(scope="session")
-def records() -> list[dict]:
+def build_records() -> list[dict]:
     rows = load_suite("numbers", languages=list(LANGUAGES), split="train", seed=0)
     by_language: dict[str, list[dict]] = {}
     for row in rows:
@@ -29,24 +28,33 @@ def records() -> list[dict]:
     return [row for lang in LANGUAGES for row in by_language[lang][:24]]
 
 
+def build_tokenizer():
+    return train_tokenizer([r["prompt"] + " " + r["reference"] for r in build_records()], SETTINGS.vocab_size)
+
+
+def build_dataset() -> Dataset:
+    keep = ("prompt", "reference", "answers", "language", "task")
+    return Dataset.from_list([{k: r[k] for k in keep} for r in build_records()])
+
+
+def make_policy(tokenizer):
+    torch.manual_seed(0)
+    return init_model(SETTINGS, tokenizer)
+
+
 @pytest.fixture(scope="session")
-def tokenizer(records):
-    texts = [r["prompt"] + " " + r["reference"] for r in records]
-    return train_tokenizer(texts, SETTINGS.vocab_size)
+def tokenizer():
+    return build_tokenizer()
 
 
 @pytest.fixture
 def make_model(tokenizer):
-    def make():
-        torch.manual_seed(0)
-        return init_model(SETTINGS, tokenizer)
-
-    return make
+    return lambda: make_policy(tokenizer)
 
 
 @pytest.fixture(scope="session")
-def dataset(records) -> Dataset:
-    return Dataset.from_list([{k: r[k] for k in ("prompt", "reference", "answers", "language", "task")} for r in records])
+def dataset() -> Dataset:
+    return build_dataset()
 
 
 def length_reward(completions, **kwargs):
