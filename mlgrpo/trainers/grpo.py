@@ -30,6 +30,7 @@ from mlgrpo.trainers.config import AlgorithmConfig
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
 
 GROUP_COLUMN = "mlgrpo_group"  # (B,) int64 per local row, added to the batch for the inter-group term
+ROW_COLUMN = "mlgrpo_row"  # dataset row index, added when the sampler stratifies by earlier rewards
 
 
 @dataclass
@@ -38,6 +39,7 @@ class BatchRows:
 
     prompts: list[str]
     languages: list[str]
+    dataset_rows: list[int] | None  # dataset index of each row, when the sampler needs rewards per row
     completion_lengths: list[int]
     rewards_per_func: Tensor  # (N, F) raw reward of each function, NaN where it returned None
 
@@ -68,8 +70,13 @@ class MultilingualGRPOTrainer(GRPOTrainer):
         self._rows: BatchRows | None = None
         self._language_sampler: LanguageSampler | None = None
         self._last_generation: float | None = None
+        if sampler is not None and sampler.reward_buckets > 0 and kwargs.get("train_dataset") is not None:
+            data = kwargs["train_dataset"]
+            if ROW_COLUMN not in data.column_names:
+                kwargs["train_dataset"] = data.add_column(ROW_COLUMN, list(range(len(data))))
         super().__init__(*args, **kwargs)
         self._check_dataset(self.train_dataset)
+        self._check_batch_layout()
 
     # ---- data order -------------------------------------------------------------------------------
 
@@ -80,6 +87,18 @@ class MultilingualGRPOTrainer(GRPOTrainer):
             raise UserError(
                 f"the training data has no {self.language_column!r} column (columns: "
                 f"{', '.join(dataset.column_names)}); prepare it with `mlgrpo data prepare`"
+            )
+
+    def _check_batch_layout(self) -> None:
+        """With several processes, each rank's share of a generation batch must hold whole groups, so that
+        the language sampler's shard of the global order never splits a group (TRL alone allows it)."""
+        if self.sampler_config is None or self.accelerator.num_processes == 1:
+            return
+        per_rank = self.args.per_device_train_batch_size * self.args.steps_per_generation
+        if per_rank % self.num_generations:
+            raise UserError(
+                f"per_device_train_batch_size x steps_per_generation = {per_rank} is not a multiple of "
+                f"num_generations = {self.num_generations}: a prompt's group would be split across processes"
             )
 
     def _get_train_sampler(self, dataset=None):
@@ -102,6 +121,7 @@ class MultilingualGRPOTrainer(GRPOTrainer):
         self._rows = BatchRows(
             prompts=gather_object([_prompt_text(p) for p in prompts]),
             languages=gather_object([str(x.get(self.language_column) or "und") for x in inputs]),
+            dataset_rows=gather_object([int(x[ROW_COLUMN]) for x in inputs]) if ROW_COLUMN in inputs[0] else None,
             completion_lengths=gather_object([len(ids) for ids in completion_ids_list]),
             rewards_per_func=rewards_per_func,
         )
@@ -125,6 +145,12 @@ class MultilingualGRPOTrainer(GRPOTrainer):
 
             output[GROUP_COLUMN] = GROUP_KEYS.get(group_fn)(keys, self.algorithm.advantage.grouping)[local]
         metrics.update(self._language_metrics(rows, rewards, keys))
+        if mode == "train" and self._language_sampler is not None and rows.dataset_rows is not None:
+            # Every rank calls this with the same gathered values, so their sample orders stay equal.
+            scalar = (rewards if rewards.dim() == 1 else self._combined_rewards_from_columns(rewards)).float().cpu()
+            finite = torch.isfinite(scalar)  # an unscored completion says nothing about its prompt
+            indices = torch.tensor(rows.dataset_rows)[finite]
+            self._language_sampler.update_rewards(indices.numpy(), scalar[finite].numpy())
         now = time.perf_counter()
         self._record(mode, metrics, rows, now - started)
         if mode == "train":

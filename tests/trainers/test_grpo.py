@@ -100,3 +100,14 @@ def test_gae_without_critic_is_refused():
         AlgorithmConfig(name="grpo", advantage=AdvantageConfig(estimator="gae"))
     with pytest.raises(UserError, match="per-token estimator"):
         AlgorithmConfig(name="ppo", advantage=AdvantageConfig(estimator="grpo"))
+
+
+def test_reward_stratified_sampler_receives_the_rewards(tmp_path, make_model, tokenizer, dataset):
+    trainer = MultilingualGRPOTrainer(
+        model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path, max_steps=2),
+        train_dataset=dataset, processing_class=tokenizer, sampler=SamplerConfig(name="uniform", reward_buckets=2),
+    )
+    trainer.train()
+    sampler = trainer._language_sampler
+    # 2 steps x 2 prompts x G=4 completions, each reward credited to its dataset row
+    assert int(sampler._reward_n.sum()) == 16 and sampler._version == 2
