@@ -25,6 +25,7 @@ from trl import GRPOTrainer
 
 from mlgrpo.algorithms import GroupKeys, compute_advantages, group_stats
 from mlgrpo.errors import UserError
+from mlgrpo.rewards.language import language_consistency
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
 from mlgrpo.trainers.config import AlgorithmConfig
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
@@ -41,6 +42,7 @@ class BatchRows:
     languages: list[str]
     dataset_rows: list[int] | None  # dataset index of each row, when the sampler needs rewards per row
     completion_lengths: list[int]
+    consistency: list[float | None]  # share of each completion in its row's language (None: no letters)
     rewards_per_func: Tensor  # (N, F) raw reward of each function, NaN where it returned None
 
 
@@ -77,6 +79,7 @@ class MultilingualGRPOTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         self._check_dataset(self.train_dataset)
         self._check_batch_layout()
+        self._candidates = tuple(sorted(set(self.train_dataset[language_column]) - {"und"}))
 
     # ---- data order -------------------------------------------------------------------------------
 
@@ -123,9 +126,16 @@ class MultilingualGRPOTrainer(GRPOTrainer):
             languages=gather_object([str(x.get(self.language_column) or "und") for x in inputs]),
             dataset_rows=gather_object([int(x[ROW_COLUMN]) for x in inputs]) if ROW_COLUMN in inputs[0] else None,
             completion_lengths=gather_object([len(ids) for ids in completion_ids_list]),
+            consistency=gather_object(self._consistency(prompts, completions, inputs)),
             rewards_per_func=rewards_per_func,
         )
         return rewards_per_func
+
+    def _consistency(self, prompts, completions, inputs) -> list[float | None]:
+        """Language consistency of each completion (DeepSeek-R1's language-consistency measure), logged
+        per language whether or not it is also a reward."""
+        languages = [x.get(self.language_column) for x in inputs]
+        return language_consistency(prompts, completions, language=languages, candidates=self._candidates or None)
 
     def _generate_and_score_completions(self, inputs):
         # Throughput is end to end: completions per wall second since the previous generation, which
@@ -191,6 +201,9 @@ class MultilingualGRPOTrainer(GRPOTrainer):
         lengths = keys.lengths.to(scalar.dtype) if keys.lengths is not None else None
         if lengths is not None:
             metrics.update(per_language(lengths, keys.lang_ids, keys.languages, "completion_length"))
+        consistency = torch.tensor([float("nan") if c is None else c for c in rows.consistency],
+                                   dtype=scalar.dtype, device=scalar.device)
+        metrics.update(per_language(consistency, keys.lang_ids, keys.languages, "language_consistency"))
         metrics.update(language_counts(keys.lang_ids, keys.languages))
         # Group sizes as the grouping saw them (prompt groups; TRL's layout makes them G unless the
         # grouping pools prompts).

@@ -65,6 +65,7 @@ def test_per_language_metrics_are_logged_and_parameters_change(tmp_path, make_mo
     for lang in LANGUAGES:  # the balanced sampler draws every language within 4 steps of 4 prompts
         assert f"reward/{lang}" in logged and f"adv/mean/{lang}" in logged and f"sampler/drawn/{lang}" in logged
         assert f"rewards/length_reward/{lang}" in logged
+    assert "language_consistency/ja" in logged
     for name in ("adv/zero_std_groups", "adv/nonfinite_rewards", "system/samples_per_sec",
                  "system/tokens_per_sec", "system/peak_memory_mb", "entropy", "clip_ratio/region_mean"):
         assert name in logged
