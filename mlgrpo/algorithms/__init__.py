@@ -1,0 +1,56 @@
+"""Group statistics and advantage estimators: pure tensor math between rewards and the trainer step.
+
+    rewards (N,) + GroupKeys -> compute_advantages(rewards, keys, cfg) -> advantages + metrics
+
+- group_stats.py: the one on-device primitive (per-group mean/std/count over arbitrary ids);
+- grouping.py:    group keys (prompt, language, prompt in language, hash bucket, length bucket);
+- estimators.py:  the estimator registry (grpo, dr_grpo, rloo, reinforce_pp, gae);
+- shaping.py:     temperature, relative/absolute mix, multi-objective, inter-group regulariser;
+- config.py:      AdvantageConfig; advantages.py: compute_advantages, the trainer's entry point;
+- losses.py:      PPO's clipped value loss and explained variance (imported directly by the PPO trainer).
+
+This package knows nothing about models, tokenizers, datasets, trainers or MLflow: importing it imports
+torch and nothing of transformers, trl or mlflow (tests/algorithms checks this in a subprocess).
+"""
+
+from mlgrpo.algorithms.advantages import AdvantageResult, compute_advantages
+from mlgrpo.algorithms.config import STD_SCOPES, AdvantageConfig
+from mlgrpo.algorithms.estimators import ESTIMATORS, EstimatorBatch, EstimatorParams, EstimatorSpec, register_estimator
+from mlgrpo.algorithms.group_stats import GroupStats, GroupTable, dense_index, group_max, group_stats, pair_ids
+from mlgrpo.algorithms.grouping import GROUP_KEYS, GroupingParams, GroupKeys, stable_hash
+from mlgrpo.algorithms.registry import Registry
+from mlgrpo.algorithms.shaping import (
+    combine_objectives,
+    inter_group_variance,
+    mix_relative_absolute,
+    scheduled_temperature,
+    temperature_advantages,
+)
+
+__all__ = [
+    "ESTIMATORS",
+    "GROUP_KEYS",
+    "STD_SCOPES",
+    "AdvantageConfig",
+    "AdvantageResult",
+    "EstimatorBatch",
+    "EstimatorParams",
+    "EstimatorSpec",
+    "GroupKeys",
+    "GroupStats",
+    "GroupTable",
+    "GroupingParams",
+    "Registry",
+    "combine_objectives",
+    "compute_advantages",
+    "dense_index",
+    "group_max",
+    "group_stats",
+    "inter_group_variance",
+    "mix_relative_absolute",
+    "pair_ids",
+    "register_estimator",
+    "scheduled_temperature",
+    "stable_hash",
+    "temperature_advantages",
+]
