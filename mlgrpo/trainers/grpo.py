@@ -217,8 +217,9 @@ class MultilingualGRPOTrainer(GRPOTrainer):
 
     def _record(self, mode: str, metrics: dict[str, Tensor], rows: BatchRows, seconds: float) -> None:
         values = to_floats(metrics)
-        if self.reward_guard is not None:
+        if self.reward_guard is not None:  # counts of this generation batch, then start again
             values.update({k: float(v) for k, v in self.reward_guard.metrics().items()})
+            self.reward_guard.reset()
         n = len(rows.prompts)
         tokens = sum(rows.completion_lengths)
         values["system/samples_per_sec"] = n / max(seconds, 1e-9)

@@ -112,3 +112,29 @@ def test_reward_stratified_sampler_receives_the_rewards(tmp_path, make_model, to
     sampler = trainer._language_sampler
     # 2 steps x 2 prompts x G=4 completions, each reward credited to its dataset row
     assert int(sampler._reward_n.sum()) == 16 and sampler._version == 2
+
+
+def half_nan_reward(completions, **kwargs):
+    return [float("nan") if i % 2 else 1.0 + len(c) / 10 for i, c in enumerate(completions)]
+
+
+def test_bad_rewards_are_counted_and_zeroed_or_fatal(tmp_path, make_model, tokenizer, dataset):
+    from mlgrpo.rewards import BadRewardError, RewardGuard
+
+    guard = RewardGuard("zero")
+    model = make_model()
+    start = params(model)
+    trainer = MultilingualGRPOTrainer(model=model, reward_funcs=[guard.wrap(half_nan_reward, "half_nan")],
+                                      args=grpo_args(tmp_path, max_steps=2), train_dataset=dataset,
+                                      processing_class=tokenizer, reward_guard=guard)
+    trainer.train()
+    steps = [entry for entry in trainer.state.log_history if "reward_guard/half_nan/nan" in entry]
+    assert len(steps) == 2 and all(entry["reward_guard/half_nan/nan"] == 4 for entry in steps)  # 8 rows, half NaN
+    assert torch.isfinite(params(model)).all() and (params(model) - start).abs().max() > 0
+
+    fatal = RewardGuard("fail")
+    trainer = MultilingualGRPOTrainer(model=make_model(), reward_funcs=[fatal.wrap(half_nan_reward, "half_nan")],
+                                      args=grpo_args(tmp_path / "fail", max_steps=1), train_dataset=dataset,
+                                      processing_class=tokenizer, reward_guard=fatal)
+    with pytest.raises(BadRewardError, match="half_nan"):
+        trainer.train()
