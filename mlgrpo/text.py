@@ -7,6 +7,7 @@ replacement characters). Pure functions over strings; knows nothing about files,
 from __future__ import annotations
 
 import bisect
+import re
 import unicodedata
 from collections import Counter
 
@@ -131,3 +132,82 @@ def is_mojibake(text: str) -> bool:
         return False
     fixed = ftfy.fix_encoding(text)
     return fixed != text
+
+
+# Languages written without spaces between words: a space in an answer is style, not content.
+_UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my"})
+# Turkish and Azerbaijani pair dotted İ/i and dotless I/ı; str.casefold() would fold "I" to "i".
+_DOTTED_I_LANGUAGES = frozenset({"tr", "az"})
+# Arabic vowel marks (tashkeel), superscript alef and the tatweel: optional in writing, so
+# "كَتَبَ" and "كتب" are the same answer. These code points occur only in Arabic-script text.
+_ARABIC_OPTIONAL = frozenset([*(chr(cp) for cp in range(0x064B, 0x0660)), "\u0670", "\u0640"])
+
+
+def normalize_answer(text: str, language: str | None = None) -> str:
+    """The form in which two answers are compared: equal forms are the same answer.
+
+    Steps, in order, and why:
+    1. NFKC: full-width "１２Ａ" and half-width katakana become their usual forms, ligatures split,
+       so answers typed on a CJK keyboard compare equal to the ASCII ones.
+    2. Turkish and Azerbaijani (`language` "tr"/"az"): "I" -> "ı" and "İ" -> "i" first, because
+       casefolding follows English and would merge two different Turkish letters.
+    3. casefold: stronger than lower() ("Straße" == "STRASSE"); case never changes an answer here.
+    4. Arabic tashkeel and tatweel are dropped: optional marks, absent from most references.
+    5. Punctuation of every script (Unicode category P*: "，", "।", "«", "؟") becomes a space, so
+       "twenty-one" and "twenty one" agree; symbols (S*: "$", "°") are kept, they carry meaning.
+    6. Every Unicode decimal digit becomes ASCII ("٣" "३" "৩" -> "3"): numerals differ by script,
+       numbers do not.
+    7. Whitespace runs become one space, trimmed; for languages written without spaces (zh, ja, th,
+       lo, km, my) spaces are removed, since they are not part of the answer there.
+
+    >>> normalize_answer("  Twenty-One! ")
+    'twenty one'
+    >>> normalize_answer("１２３，٤٥٦")
+    '123 456'
+    >>> normalize_answer("北京 。", "zh")
+    '北京'
+    >>> normalize_answer("ISPARTA", "tr"), normalize_answer("ISPARTA")
+    ('ısparta', 'isparta')
+    """
+    text = unicodedata.normalize("NFKC", text)
+    if language in _DOTTED_I_LANGUAGES:
+        text = text.replace("I", "ı").replace("İ", "i")
+    text = unicodedata.normalize("NFKC", text.casefold())
+    out = []
+    for ch in text:
+        if ch in _ARABIC_OPTIONAL:
+            continue
+        category = unicodedata.category(ch)
+        if category[0] == "P":
+            out.append(" ")
+        elif category == "Nd":
+            out.append(str(unicodedata.decimal(ch)))
+        else:
+            out.append(ch)
+    words = "".join(out).split()
+    # Removing a space can bring a combining mark next to a letter it composes with ("t" + U+0308).
+    return unicodedata.normalize("NFC", ("" if language in _UNSPACED_LANGUAGES else " ").join(words))
+
+
+# For is_legacy_mojibake: the Latin-1 block, its C1 controls, its letters, and any letter.
+_LATIN1_HIGH = re.compile("[\x80-\xff]")
+_C1_CONTROL = re.compile("[\x80-\x9f]")
+_LATIN1_LETTER = re.compile("[\xc0-\xd6\xd8-\xf6\xf8-\xff]")
+_ANY_LETTER = re.compile(r"[^\W\d_]")
+
+
+def is_legacy_mojibake(text: str) -> bool:
+    """True when `text` looks like a legacy 8-bit encoding read as Latin-1 or cp1252.
+
+    GBK, cp1251 or Shift-JIS bytes read that way become runs of U+00C0-U+00FF letters ("ÖÐÎÄ" for
+    "中文", "Ïðèâåò" for "Привет") or C1 control characters; ftfy cannot undo them, so
+    `is_mojibake` misses them, and language ID labels them "vi" with confidence. No language writes
+    most of its letters from that block (Icelandic "Þórður" has 3 of 6), and no text has C1 controls.
+    """
+    if not _LATIN1_HIGH.search(text):  # the common case, decided at C speed
+        return False
+    if _C1_CONTROL.search(text):
+        return True
+    high = len(_LATIN1_LETTER.findall(text))
+    return high >= 4 and high >= 0.6 * len(_ANY_LETTER.findall(text))
+

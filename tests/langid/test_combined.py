@@ -1,0 +1,60 @@
+"""The script backend and the default backend (script, then fastText, then lingua)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlgrpo.langid import LanguageIdentifier
+from mlgrpo.langid.codes import KNOWN_CODES
+from mlgrpo.langid.combined import blend
+from mlgrpo.langid.models import fasttext_languages, langdetect_languages, lingua_languages
+from mlgrpo.langid.registry import BACKENDS
+
+from .conftest import LANGUAGES
+
+
+def test_blend_is_a_weighted_mean_by_hand():
+    # nl: 0.25 * 0.4 + 0.75 * 1.0 = 0.85; de: 0.25 * 0.6 = 0.15.
+    assert blend([("de", 0.6), ("nl", 0.4)], [("nl", 1.0)], 0.25) == [("nl", pytest.approx(0.85)), ("de", pytest.approx(0.15))]
+
+
+def test_script_backend_answers_only_where_the_script_decides(ui_texts):
+    identifier = LanguageIdentifier(LANGUAGES, backend="script", min_confidence=0.0)
+    for language, texts in ui_texts.items():
+        for guess in identifier.identify_many(texts):
+            assert guess.language in {language, "und"}, (language, guess)
+    for language in ("el", "he", "hi", "th", "ja", "ko"):  # a script of their own among LANGUAGES
+        assert {g.language for g in identifier.identify_many(ui_texts[language])} == {language}
+    assert {g.language for g in identifier.identify_many(ui_texts["de"])} == {"und"}
+
+
+def test_default_backend_identifies_every_real_sentence(ui_texts):
+    identifier = LanguageIdentifier(LANGUAGES)
+    for language, texts in ui_texts.items():
+        assert [g.language for g in identifier.identify_many(texts)] == [language] * len(texts)
+
+
+def test_default_answers_und_when_fasttext_is_sure_of_a_language_that_is_not_a_candidate():
+    french = "Bonjour tout le monde, comment allez-vous aujourd'hui ?"
+    assert LanguageIdentifier(["de", "fr"]).identify(french).language == "fr"
+    assert LanguageIdentifier(["de"]).identify(french).language == "und"
+    assert LanguageIdentifier(["de", "en"], min_confidence=0.0).identify(french).language == "und"
+
+
+def test_the_script_decides_among_candidates_without_a_model():
+    assert LanguageIdentifier(["ru", "en", "de"]).identify("Доброе утро").language == "ru"
+    guess = LanguageIdentifier().identify("오늘은 날씨가 좋네요")
+    assert guess.language == "ko" and guess.confidence == 1.0
+
+
+def test_short_han_text_goes_to_a_model_when_zh_and_ja_are_both_candidates():
+    identifier = LanguageIdentifier(["zh", "ja"], min_confidence=0.0)
+    assert identifier.identify("这个字段是必填项。").language == "zh"
+    assert identifier.identify("このフィールドは必須です。").language == "ja"
+
+
+def test_script_and_default_backends_can_answer_every_known_code():
+    # Both claim KNOWN_CODES without loading a model; that claim must match the models' own lists
+    # (no known code that no model answers; test_codes checks that no model label is unknown).
+    assert BACKENDS["script"].languages() == BACKENDS["default"].languages() == KNOWN_CODES
+    assert fasttext_languages() | lingua_languages() | langdetect_languages() == KNOWN_CODES
