@@ -3,9 +3,14 @@
 Two sources, both written by people and shipped inside installed packages (no download):
 - "cldr": babel's CLDR names (countries, languages, currencies, stand-alone month and day names);
 - "ui": Django's translated interface strings (its .mo catalogues), English from their msgids.
-Printf/brace placeholders and HTML tags are removed (they are not language). A text that occurs, up
-to case, in the pools of two or more languages ("Canada", "Email", "Mai") says nothing about its
-language: it is excluded from every pool and counted (`excluded`). Sampling is seeded.
+Printf/brace placeholders and HTML tags are removed (they are not language). Two kinds of text are
+not "in" their language and are excluded from every backend's set alike, and counted (`excluded`):
+- "shared": a text that occurs in the pools of two or more languages up to case and diacritics
+  ("Canada", "Email", "Mai"; "Gâmbia" pt = "Gambia" en/it/...): it says nothing about its language;
+- "untranslated": a Django string equal to its English msgid up to case and diacritics ("Email",
+  "Slug"): the translator left the English source in place.
+Sampling is seeded. A tuning sample (`build(..., avoid_seed=0)`) is drawn from what the report's
+sample (seed 0) left, so that constants tuned on it never see a reported text.
 """
 
 from __future__ import annotations
@@ -34,6 +39,16 @@ class BenchText:
     text: str
 
 
+def fold(text: str) -> str:
+    """The text up to case and diacritics: what a reader would call "the same spelling".
+
+    >>> fold("Gâmbia") == fold("gambia"), fold("Straße") == fold("STRASSE")
+    (True, True)
+    """
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
 def clean(text: str) -> str:
     """The text without placeholders and tags, NFC, whitespace collapsed."""
     text = _PLACEHOLDER.sub(" ", text)
@@ -58,42 +73,65 @@ def _django_catalogues(locale: str) -> list[Path]:
     return sorted(root.glob(f"**/locale/{locale}/LC_MESSAGES/*.mo"))
 
 
-def ui_pool(language: str) -> set[str]:
-    """Django's strings in `language`; for English, the msgids of the German catalogues."""
+def ui_pool(language: str) -> tuple[set[str], int]:
+    """Django's strings in `language` (for English, the msgids of the German catalogues), and how
+    many translations were left equal to their English msgid (up to case and diacritics)."""
     locale = "de" if language == "en" else _LOCALE.get(language, language)
     texts: set[str] = set()
+    untranslated: set[str] = set()
     for path in _django_catalogues(locale):
         with path.open("rb") as handle:
             # GNUTranslations has no public way to list its entries; _catalog maps msgid -> msgstr.
             catalogue = gettext.GNUTranslations(handle)._catalog
         for msgid, msgstr in catalogue.items():
+            msgid = clean((msgid[0] if isinstance(msgid, tuple) else msgid).split("\x04")[-1])
             if language == "en":
-                msgid = msgid[0] if isinstance(msgid, tuple) else msgid
-                texts.add(clean(msgid.split("\x04")[-1]))  # drop the "context\x04" prefix
+                texts.add(msgid)  # "context\x04" prefix dropped above
             elif msgid:  # the "" entry is the catalogue's header
-                texts.add(clean(msgstr))
-    return texts
+                text = clean(msgstr)
+                (untranslated if fold(text) == fold(msgid) else texts).add(text)
+    return texts, len(untranslated - texts)
 
 
-def build(per_source: int = 75, seed: int = 0) -> tuple[list[BenchText], dict[str, int]]:
-    """Up to `per_source` texts per language and source, and how many were excluded per language."""
-    pools = {
-        (lang, source): {t for t in pool(lang) if _LETTER.search(t)}
-        for lang in LANGUAGES
-        for source, pool in (("cldr", cldr_pool), ("ui", ui_pool))
-    }
-    for lang in LANGUAGES:  # Django's UI also lists language names: count each text once
-        pools[lang, "ui"] -= pools[lang, "cldr"]
+def _pools() -> tuple[dict[tuple[str, str], set[str]], dict[str, Counter]]:
+    """Texts with letters per (language, source), after the exclusions, and the counts excluded."""
+    excluded: dict[str, Counter] = {"shared": Counter(), "shared only up to diacritics": Counter(), "untranslated": Counter()}
+    pools = {}
+    for lang in LANGUAGES:
+        pools[lang, "cldr"] = {t for t in cldr_pool(lang) if _LETTER.search(t)}
+        ui, excluded["untranslated"][lang] = ui_pool(lang)
+        # Django's UI also lists language names: count each text once
+        pools[lang, "ui"] = {t for t in ui if _LETTER.search(t)} - pools[lang, "cldr"]
     owners: dict[str, set[str]] = {}
+    case_owners: dict[str, set[str]] = {}
     for (lang, _), pool in pools.items():
         for text in pool:
-            owners.setdefault(text.casefold(), set()).add(lang)
-    excluded: Counter = Counter()
+            owners.setdefault(fold(text), set()).add(lang)
+            case_owners.setdefault(text.casefold(), set()).add(lang)
+    for key, pool in pools.items():
+        shared = {t for t in pool if len(owners[fold(t)]) > 1}
+        excluded["shared"][key[0]] += len(shared)
+        excluded["shared only up to diacritics"][key[0]] += sum(len(case_owners[t.casefold()]) == 1 for t in shared)
+        pools[key] = pool - shared
+    return pools, excluded
+
+
+def build(
+    per_source: int = 75, seed: int = 0, avoid_seed: int | None = None
+) -> tuple[list[BenchText], dict[str, Counter]]:
+    """Up to `per_source` texts per language and source, and the counts excluded per reason and
+    language. With `avoid_seed`, the texts that seed would sample are left out of the pools first."""
+    pools, excluded = _pools()
     texts: list[BenchText] = []
     for (lang, source), pool in sorted(pools.items()):
-        kept = sorted(t for t in pool if len(owners[t.casefold()]) == 1)
-        excluded[lang] += len(pool) - len(kept)
-        rng = random.Random(f"{seed}/{lang}/{source}")
-        chosen = rng.sample(kept, min(per_source, len(kept)))
-        texts += [BenchText(lang, source, t) for t in chosen]
-    return texts, dict(excluded)
+        kept = sorted(pool)
+        if avoid_seed is not None:
+            avoided = set(_sample(kept, per_source, avoid_seed, lang, source))
+            kept = [t for t in kept if t not in avoided]
+        texts += [BenchText(lang, source, t) for t in _sample(kept, per_source, seed, lang, source)]
+    return texts, excluded
+
+
+def _sample(kept: list[str], per_source: int, seed: int, lang: str, source: str) -> list[str]:
+    rng = random.Random(f"{seed}/{lang}/{source}")
+    return rng.sample(kept, min(per_source, len(kept)))

@@ -69,9 +69,10 @@ def fasttext_masses(text: str, k: int | None = None) -> dict[str, float]:
         text = text.lower()
     # threshold -1 keeps labels whose probability underflows to 0, so that k=-1 lists all 176.
     k = FASTTEXT_TOP_K if k is None else k
-    labels, probabilities = fasttext_model().predict(text.replace("\n", " "), k=k, threshold=-1.0)
+    # The pybind call itself: the Python wrapper's checks and zip cost ~15% of a short text's time.
+    predictions = fasttext_model().f.predict(text.replace("\n", " ") + "\n", k, -1.0, "strict")
     masses: dict[str, float] = {}
-    for label, p in zip(labels, probabilities):
+    for p, label in predictions:
         code = _fasttext_code(label)
         if code is not None:
             masses[code] = masses.get(code, 0.0) + min(float(p), 1.0)

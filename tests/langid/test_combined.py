@@ -6,16 +6,25 @@ import pytest
 
 from mlgrpo.langid import LanguageIdentifier
 from mlgrpo.langid.codes import KNOWN_CODES
-from mlgrpo.langid.combined import blend
+from mlgrpo.langid.combined import mix
 from mlgrpo.langid.models import fasttext_languages, langdetect_languages, lingua_languages
 from mlgrpo.langid.registry import BACKENDS
 
 from .conftest import LANGUAGES
 
 
-def test_blend_is_a_weighted_mean_by_hand():
-    # nl: 0.25 * 0.4 + 0.75 * 1.0 = 0.85; de: 0.25 * 0.6 = 0.15.
-    assert blend([("de", 0.6), ("nl", 0.4)], [("nl", 1.0)], 0.25) == [("nl", pytest.approx(0.85)), ("de", pytest.approx(0.15))]
+def test_mix_is_a_renormalised_weighted_product_by_hand():
+    # Equal weights: de ~ sqrt(0.5 * 0.9) = 3 sqrt(0.05), nl ~ sqrt(0.5 * 0.1) = sqrt(0.05): 3/4 and 1/4.
+    assert mix([("de", 0.5), ("nl", 0.5)], [("de", 0.9), ("nl", 0.1)], 0.5, 0.0) == [
+        ("de", pytest.approx(0.75)),
+        ("nl", pytest.approx(0.25)),
+    ]
+    # Weight 1 on the first: the second is ignored. Floor 0: a zero in either vetoes the language.
+    assert mix([("de", 0.8), ("nl", 0.2)], [("nl", 1.0)], 1.0, 0.0) == [("de", pytest.approx(0.8)), ("nl", pytest.approx(0.2))]
+    assert mix([("de", 0.8), ("nl", 0.2)], [("nl", 1.0)], 0.5, 0.0) == [("nl", 1.0), ("de", 0.0)]
+    # Floor 1: de ~ sqrt(1.8 * 1) = 1.342, nl ~ sqrt(1.2 * 2) = 1.549; de = 1.342 / 2.891 = 0.464.
+    de = dict(mix([("de", 0.8), ("nl", 0.2)], [("nl", 1.0)], 0.5, 1.0))["de"]
+    assert de == pytest.approx(1.8**0.5 / (1.8**0.5 + 2.4**0.5))
 
 
 def test_script_backend_answers_only_where_the_script_decides(ui_texts):
