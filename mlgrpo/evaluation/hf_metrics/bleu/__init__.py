@@ -1,0 +1,1 @@
+"""The `bleu` evaluate module (a folder that evaluate.load reads)."""

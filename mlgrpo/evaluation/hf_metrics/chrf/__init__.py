@@ -1,0 +1,1 @@
+"""The `chrf` evaluate module (a folder that evaluate.load reads)."""

@@ -1,0 +1,1 @@
+"""The `distinct` evaluate module (a folder that evaluate.load reads)."""

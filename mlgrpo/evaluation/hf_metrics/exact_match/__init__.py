@@ -1,0 +1,1 @@
+"""The `exact_match` evaluate module (a folder that evaluate.load reads)."""

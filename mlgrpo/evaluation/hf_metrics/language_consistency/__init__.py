@@ -1,0 +1,1 @@
+"""The `language_consistency` evaluate module (a folder that evaluate.load reads)."""

@@ -1,0 +1,1 @@
+"""The `rouge_l` evaluate module (a folder that evaluate.load reads)."""
