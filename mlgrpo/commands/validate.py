@@ -1,0 +1,86 @@
+"""`mlgrpo validate EXPERIMENT.yaml [--json]`: check an experiment file and print its plan.
+
+    runs (arm x seed, with run names and config hashes), the settings that differ between arms (one
+    column per arm), the rows per language (train / held-out eval), notes, and "OK"
+
+Nothing trains and no model is loaded; the data is read (suites take a second). The work is in
+mlgrpo.experiments; this module parses arguments and formats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate", help="check an experiment file and print its plan (runs, differences between arms, data)",
+        description="Check an experiment file before anything trains: unknown keys, wrong types and impossible "
+        "combinations are reported as file:line: key: reason. Prints the runs, the settings that differ "
+        "between arms, and the rows per language.",
+    )
+    parser.add_argument("experiment", metavar="EXPERIMENT.yaml",
+                        help="the experiment file, e.g. experiments/quickstart.yaml")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.set_defaults(handler=validate)
+
+
+def validate(args: argparse.Namespace) -> int:
+    from mlgrpo.experiments import load_experiment
+
+    experiment = load_experiment(args.experiment)
+    print(json.dumps(plan_json(experiment), ensure_ascii=False) if args.json else render(experiment))
+    return 0
+
+
+def plan_json(experiment) -> dict:
+    from mlgrpo.experiments.diff import ABSENT
+
+    return {
+        "name": experiment.name,
+        "path": str(experiment.path),
+        "runs": [{"run_name": r.run_name, "arm": r.arm, "seed": r.seed, "algorithm": r.algorithm.name,
+                  "config_hash": r.config_hash} for r in experiment.plan()],
+        "differences": [{"key": key, "values": {arm: None if v is ABSENT else v for arm, v in values.items()}}
+                        for key, values in experiment.differences()],
+        "data": {code: {"train": rows[0], "eval": rows[1]} for code, rows in experiment.data_summary.items()},
+        "notes": list(experiment.notes),
+        "ok": True,
+    }
+
+
+def render(experiment) -> str:
+    from mlgrpo.experiments.diff import show
+
+    runs = experiment.plan()
+    lines = [f"experiment {experiment.name} ({experiment.path})"]
+    if experiment.description:
+        lines.append(f"  {experiment.description}")
+    source = f"suite {experiment.data.suite}" if experiment.data.suite else f"file {experiment.data.file}"
+    lines += [f"model {experiment.model.policy}; data {source}; output {experiment.run_settings.output_dir}", "",
+              f"runs ({len(experiment.arms)} arms x {len(experiment.seeds)} seeds = {len(runs)}):"]
+    lines += table(["run", "algorithm", "config"], [[r.run_name, r.algorithm.name, r.config_hash] for r in runs])
+    differences = experiment.differences()
+    lines += ["", "settings that differ between arms:" if differences else "no setting differs between arms"]
+    if differences:
+        lines += table(["key", *experiment.arms], [[key, *(show(v[arm]) for arm in experiment.arms)]
+                                                   for key, v in differences])
+    lines += ["", "rows per language:"]
+    lines += table(["language", "train", "eval"],
+                   [[code, str(n_train), str(n_eval)] for code, (n_train, n_eval) in experiment.data_summary.items()])
+    if experiment.notes:
+        lines += ["", "notes:", *(f"  - {note}" for note in experiment.notes)]
+    lines += ["", "OK"]
+    return "\n".join(lines)
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Left-aligned columns, two spaces apart, indented by two.
+
+    >>> table(["a", "bb"], [["xyz", "1"]])
+    ['  a    bb', '  xyz  1']
+    """
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    return ["  " + "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in [header, *rows]]

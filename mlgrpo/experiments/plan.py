@@ -1,0 +1,140 @@
+"""A loaded experiment and its plan: one RunSpec per (arm, seed), each with everything a worker needs.
+
+    Experiment (validated, typed) -> plan() -> [RunSpec(arm, seed, typed configs, resolved dict, hash)]
+
+An arm's configuration does not depend on the seed: the seed only seeds the run (TRL's seed, the
+sampler's seed, the train subsample), so `config_hash` is the same for every seed of an arm, and two
+arms differ exactly in the keys `differences()` lists. Knows nothing about YAML parsing, trainers or
+MLflow (the runner logs `flat_params`; this module only builds them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from mlgrpo.errors import UserError
+from mlgrpo.experiments.diff import differences, flatten, show
+from mlgrpo.experiments.fields import closest
+from mlgrpo.experiments.sections import DataConfig, EvaluationConfig, ModelConfig, RunSettings, TrackingConfig
+
+if TYPE_CHECKING:  # importing mlgrpo.trainers loads torch and trl; the loader does it when it needs them
+    from mlgrpo.rewards import RewardConfig
+    from mlgrpo.sampling import SamplerConfig
+    from mlgrpo.trainers.config import AlgorithmConfig
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    """One arm, resolved: the shared sections with the arm's overrides merged in, typed and checked."""
+
+    name: str
+    algorithm: AlgorithmConfig
+    sampler: SamplerConfig | None  # None: TRL's own sampler. Its seed is replaced by each run's.
+    rewards: RewardConfig
+    training: dict[str, Any]  # trl.GRPOConfig keyword arguments, without the platform's fields
+    model: ModelConfig
+    resolved: dict[str, Any]  # every section as a nested dict; no seed in it
+    declared: tuple[tuple, ...]  # key paths the arm's overrides set, ("training", "beta")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: an arm trained with one seed."""
+
+    arm: str
+    seed: int
+    run_name: str  # "<arm>-seed<seed>"
+    algorithm: AlgorithmConfig
+    sampler: SamplerConfig | None  # seeded with `seed`; None: TRL's sampler
+    rewards: RewardConfig
+    training: dict[str, Any]
+    model: ModelConfig
+    data: DataConfig
+    evaluation: EvaluationConfig
+    resolved: dict[str, Any]  # the arm's full configuration (seed-independent)
+    flat_params: dict[str, str]  # "algorithm.advantage.std_scope" -> "language", for MLflow params
+    config_hash: str  # first 12 hex digits of sha256(resolved as canonical JSON)
+
+
+def config_hash(resolved: dict[str, Any]) -> str:
+    blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment file. Build it with `load_experiment(path)`."""
+
+    name: str
+    description: str
+    path: Path
+    raw: dict[str, Any]  # the parsed YAML, as written
+    model: ModelConfig  # the shared model (an arm may change only `lora`)
+    data: DataConfig  # languages filled in from the suite or file when the file left them out
+    evaluation: EvaluationConfig
+    tracking: TrackingConfig  # experiment filled in (default: name)
+    run_settings: RunSettings  # output_dir filled in (default: runs/<name>)
+    arms: tuple[str, ...]  # in file order
+    seeds: tuple[int, ...]
+    data_summary: dict[str, tuple[int, int]]  # language -> (train rows, eval rows) of the first seed
+    notes: tuple[str, ...]  # things that are allowed but worth a look (an override that changes nothing ...)
+    arm_configs: dict[str, ArmConfig] = field(repr=False)
+
+    @property
+    def tracking_experiment(self) -> str:
+        return self.tracking.experiment or self.name
+
+    def plan(self, only: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> list[RunSpec]:
+        """Runs, seed by seed and within a seed in arm order (so that early results compare arms)."""
+        arms = self._pick(only, self.arms, "arm")
+        chosen_seeds = self._pick(seeds, self.seeds, "seed")
+        return [self._run(self.arm_configs[arm], seed) for seed in chosen_seeds for arm in arms]
+
+    def _pick(self, wanted, available: tuple, what: str) -> list:
+        if wanted is None:
+            return list(available)
+        if isinstance(wanted, (str, int)):
+            wanted = [wanted]
+        for item in wanted:
+            if item not in available:
+                hint = closest(item, map(str, available)) if what == "arm" else ""
+                raise UserError(f"{self.path}: {what} {item!r} is not in the experiment{hint}; its {what}s: "
+                                f"{', '.join(map(str, available))}")
+        return [item for item in available if item in set(wanted)]
+
+    def _run(self, arm: ArmConfig, seed: int) -> RunSpec:
+        sampler = None if arm.sampler is None else dataclasses.replace(arm.sampler, seed=seed)
+        return RunSpec(
+            arm=arm.name, seed=seed, run_name=f"{arm.name}-seed{seed}", algorithm=arm.algorithm, sampler=sampler,
+            rewards=arm.rewards, training=arm.training, model=arm.model, data=self.data, evaluation=self.evaluation,
+            resolved=arm.resolved, flat_params={k: show(v) for k, v in flatten(arm.resolved).items()},
+            config_hash=config_hash(arm.resolved),
+        )
+
+    def differences(self) -> list[tuple[str, dict[str, object]]]:
+        """(dotted key, {arm: value}) for exactly the settings that differ between arms."""
+        return differences({arm: self.arm_configs[arm].resolved for arm in self.arms})
+
+    def resolved(self) -> dict[str, Any]:
+        """The whole experiment with every default filled in and every arm fully resolved."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "seeds": list(self.seeds),
+            "run": dataclasses.asdict(self.run_settings),
+            "tracking": {**dataclasses.asdict(self.tracking), "experiment": self.tracking_experiment},
+            "arms": {arm: {"config_hash": config_hash(self.arm_configs[arm].resolved), **self.arm_configs[arm].resolved}
+                     for arm in self.arms},
+        }
+
+    def resolved_yaml(self) -> str:
+        """`resolved()` as YAML, for the MLflow artifact experiment.resolved.yaml."""
+        return yaml.safe_dump(self.resolved(), sort_keys=False, allow_unicode=True, width=120)

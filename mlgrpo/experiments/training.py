@@ -1,0 +1,191 @@
+"""The `training` section (any trl.GRPOConfig field) and `model.lora` (peft.LoraConfig fields), checked
+against the libraries themselves, and `grpo_config`, which turns a run into the GRPOConfig it trains with.
+
+    names (dataclasses.fields(GRPOConfig), closest match for typos) -> kinds (fields.coerce)
+    -> what TRL leaves unchecked or reports late (group size, batch layout, loss_type)
+    -> GRPOConfig(**settings) itself, so that TRL's own __post_init__ validation applies
+
+Fields the platform sets (output_dir, seed, report_to, run_name, checkpoints, reward weights ...) are
+refused with the reason, rather than silently overwritten. trl and peft are imported when a function
+needs them, never at import time. Knows nothing about YAML files, line numbers, data or MLflow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import typing
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from mlgrpo.errors import UserError
+from mlgrpo.experiments.fields import check_mapping, closest, coerce
+from mlgrpo.experiments.source import ConfigError
+
+# GRPOConfig fields an experiment may not set, and why.
+PLATFORM_FIELDS = {
+    "output_dir": "each run writes under run.output_dir/<arm>-seed<seed>",
+    "seed": "every run's seed comes from `seeds:`, so that every arm gets the same seeds",
+    "data_seed": "the data order follows each run's seed, the same for every arm",
+    "report_to": "metrics go to MLflow through the tracking section",
+    "run_name": "runs are named <arm>-seed<seed>",
+    "logging_dir": "logs go to MLflow through the tracking section",
+    "reward_weights": "each reward's weight is set in rewards (weight:)",
+    "scale_rewards": "advantages come from algorithm.advantage: set algorithm.advantage.std_scope "
+                     "(group, language, batch or none)",
+    "save_strategy": "checkpoints are set by run.checkpoint_every",
+    "save_steps": "checkpoints are set by run.checkpoint_every",
+    "save_total_limit": "checkpoints are set by run.checkpoint_every",
+    "resume_from_checkpoint": "an interrupted run resumes from its own last checkpoint",
+    "eval_strategy": "held-out evaluation is set in the evaluation section",
+    "eval_steps": "held-out evaluation is set in the evaluation section",
+}
+# LoraConfig fields the platform sets (or that describe a saved adapter, not a new one).
+LORA_PLATFORM_FIELDS = {
+    "task_type": "the platform trains causal language models (task_type CAUSAL_LM)",
+    "peft_type": "it is LoRA by construction",
+    "base_model_name_or_path": "the base model is model.policy",
+    "revision": "the base model is model.policy",
+    "inference_mode": "the adapter is trained",
+    "auto_mapping": "set by peft when saving",
+    "peft_version": "set by peft when saving",
+}
+# trl 1.16's documented loss types and importance-sampling levels: GRPOConfig accepts any text for
+# them and the trainer fails only when it first computes a loss.
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
+UNCHECKED_CHOICES = {"loss_type": LOSS_TYPES, "importance_sampling_level": IMPORTANCE_SAMPLING_LEVELS}
+
+
+@functools.cache
+def _fields(kind: str) -> dict[str, tuple[Any, Any, tuple]]:
+    """name -> (annotation, default, choices) of GRPOConfig ("trl") or LoraConfig ("peft")."""
+    if kind == "trl":
+        from trl import GRPOConfig as cls
+    else:
+        from peft import LoraConfig as cls
+    try:
+        hints = typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation that cannot be resolved: check the resolvable ones
+        hints = {}
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.init:
+            annotation = hints.get(f.name, f.type if not isinstance(f.type, str) else Any)
+            default = f.default if f.default is not dataclasses.MISSING else None
+            out[f.name] = (annotation, default, tuple(f.metadata.get("choices", ())))
+    return out
+
+
+def _check_names(raw: Mapping, valid: Mapping, platform: Mapping[str, str], path: tuple, what: str) -> None:
+    for key in raw:
+        if key in platform:
+            raise ConfigError((*path, key), f"{key} is set by the platform: {platform[key]}")
+        if key not in valid:
+            raise ConfigError((*path, key), f"unknown {what} field {key!r}{closest(key, valid)}")
+
+
+def check_training(raw: Any, path: tuple = ("training",)) -> dict[str, Any]:
+    """The training settings, checked and in canonical form (GRPOConfig keyword arguments)."""
+    check_mapping(raw, path)
+    fields = _fields("trl")
+    _check_names(raw, fields, PLATFORM_FIELDS, path, "trl.GRPOConfig")
+    settings = {key: coerce(value, fields[key][0], (*path, key)) for key, value in raw.items()}
+    for key, value in settings.items():
+        choices = fields[key][2] or UNCHECKED_CHOICES.get(key)
+        if choices and value is not None and value not in choices:
+            raise ConfigError((*path, key), f"{value!r} is not one of {', '.join(map(str, choices))}"
+                                            f"{closest(value, map(str, choices))}")
+    if settings.get("use_vllm") and importlib.util.find_spec("vllm") is None:
+        raise ConfigError((*path, "use_vllm"), "vllm is not installed; install it or set use_vllm: false")
+    check_group_layout(settings, path)
+    return settings
+
+
+def check_group_layout(settings: Mapping[str, Any], path: tuple = ("training",)) -> None:
+    """Group size >= 2, and every generation batch made of whole groups (TRL's defaults fill the gaps).
+
+    Hand-worked: batch 60, G 8 -> 60 % 8 = 4 completions of a 9th prompt's group would spill into the
+    next batch; the nearest layouts are 56 (7 prompts) and 64 (8 prompts).
+    """
+    fields = _fields("trl")
+
+    def get(name: str) -> Any:
+        return settings.get(name, fields[name][1])
+
+    group = get("num_generations")
+    if group is None or group < 2:
+        raise ConfigError((*path, "num_generations"), f"the group size must be at least 2, got {group}: group-relative "
+                          "advantages compare completions of one prompt, and a group of one has nothing to compare")
+    batch = get("per_device_train_batch_size")
+    steps = get("steps_per_generation") or get("gradient_accumulation_steps")
+    if batch < 1 or steps < 1:
+        raise ConfigError((*path, "per_device_train_batch_size"), f"batch {batch} x steps {steps} must be at least 1")
+    generation = get("generation_batch_size")
+    if generation is not None and generation % group:
+        raise ConfigError((*path, "generation_batch_size"), f"generation_batch_size {generation} is not a multiple of "
+                          f"num_generations {group}: {_nearest(generation, group)}")
+    if (batch * steps) % group:
+        raise ConfigError((*path, "per_device_train_batch_size"),
+                          f"per_device_train_batch_size {batch} x steps_per_generation {steps} = {batch * steps} "
+                          f"completions is not a multiple of num_generations {group}, so a prompt's group would be "
+                          f"split between batches; {_nearest(batch * steps, group)}")
+
+
+def _nearest(total: int, group: int) -> str:
+    low, high = total // group * group, (total // group + 1) * group
+    options = [f"{n} ({n // group} prompts)" for n in (low, high) if n > 0]
+    return "use " + " or ".join(options)
+
+
+def check_lora(raw: Any, path: tuple = ("model", "lora")) -> dict[str, Any] | None:
+    """LoRA settings checked against peft.LoraConfig (kinds, ranges, then LoraConfig itself)."""
+    if raw is None:
+        return None
+    check_mapping(raw, path)
+    fields = _fields("peft")
+    _check_names(raw, fields, LORA_PLATFORM_FIELDS, path, "peft.LoraConfig")
+    lora = {key: coerce(value, fields[key][0], (*path, key)) for key, value in raw.items()}
+    ranges = {"r": (lambda v: v >= 1, "must be >= 1 (the adapter's rank)"),
+              "lora_alpha": (lambda v: v > 0, "must be > 0 (the update is scaled by lora_alpha / r)"),
+              "lora_dropout": (lambda v: 0 <= v < 1, "must be in [0, 1)")}
+    for key, (ok, reason) in ranges.items():
+        if key in lora and not ok(lora[key]):
+            raise ConfigError((*path, key), f"{reason}, got {lora[key]}")
+    from peft import LoraConfig
+
+    try:
+        LoraConfig(task_type="CAUSAL_LM", **lora)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(path, f"peft.LoraConfig refuses these settings: {exc}") from None
+    return lora
+
+
+def build_grpo_config(settings: Mapping[str, Any], output_dir: str, *, seed: int, run_name: str, **forced: Any):
+    """trl.GRPOConfig from checked settings, with the platform's fields; `forced` wins over both.
+
+    Without CUDA: use_cpu, and bf16/fp16 off (TRL would turn bf16 on by itself), so a GPU recipe
+    validates and runs on a CPU machine. Checkpoints are off unless `forced` asks for them.
+    """
+    import torch
+    from trl import GRPOConfig
+
+    kwargs = {"save_strategy": "no", **settings, "output_dir": output_dir, "seed": seed, "report_to": "none",
+              "run_name": run_name}
+    if not torch.cuda.is_available():
+        kwargs.update(use_cpu=True, bf16=False, fp16=False)
+    kwargs.update(forced)
+    with warnings.catch_warnings():
+        # transformers 5 renamed gradient_checkpointing; TRL 1.16 still reads the old name on its own.
+        warnings.filterwarnings("ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning)
+        try:
+            return GRPOConfig(**kwargs)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise UserError(f"trl.GRPOConfig refuses these settings: {exc}") from None
+
+
+def grpo_config(run, output_dir: str, **forced: Any):
+    """The GRPOConfig of `run` (a RunSpec): its training settings, its seed and name, and `forced`."""
+    return build_grpo_config(run.training, output_dir, seed=run.seed, run_name=run.run_name, **forced)

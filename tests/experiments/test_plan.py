@@ -1,0 +1,99 @@
+"""The plan: runs, the differences table, config hashes, resolved YAML."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+import yaml
+
+from mlgrpo.errors import UserError
+from mlgrpo.experiments import load_experiment
+from mlgrpo.experiments.diff import ABSENT
+
+from .conftest import EXPERIMENTS, QUICKSTART, edited
+
+
+@pytest.fixture(scope="module")
+def quickstart():
+    return load_experiment(EXPERIMENTS / "quickstart.yaml")
+
+
+def test_runs_are_arms_times_seeds(quickstart):
+    runs = quickstart.plan()
+    assert [r.run_name for r in runs] == ["ppo-seed0", "grpo-seed0", "grpo-lang-balanced-seed0",
+                                          "ppo-seed1", "grpo-seed1", "grpo-lang-balanced-seed1"]
+    assert [r.algorithm.name for r in runs[:3]] == ["ppo", "grpo", "grpo"]
+    assert [r.sampler.seed for r in runs] == [0, 0, 0, 1, 1, 1]  # the run's seed, not the file's
+    assert [r.run_name for r in quickstart.plan(only=["grpo"], seeds=[1])] == ["grpo-seed1"]
+
+
+def test_plan_filters_name_what_exists(quickstart):
+    with pytest.raises(UserError, match=r"arm 'gpro' is not in the experiment \(did you mean 'grpo'\?\)"):
+        quickstart.plan(only=["gpro"])
+    with pytest.raises(UserError, match="seed 5 is not in the experiment; its seeds: 0, 1"):
+        quickstart.plan(seeds=[5])
+
+
+def test_differences_table_is_exact(quickstart):
+    assert quickstart.differences() == [
+        ("algorithm.name", {"ppo": "ppo", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
+        ("algorithm.advantage.estimator", {"ppo": "gae", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
+        ("algorithm.advantage.std_scope", {"ppo": "batch", "grpo": None, "grpo-lang-balanced": None}),
+        ("sampler.name", {"ppo": "uniform", "grpo": "uniform", "grpo-lang-balanced": "balanced"}),
+    ]
+
+
+def test_arms_differ_only_in_the_keys_they_declare():
+    for path in sorted(EXPERIMENTS.glob("*.yaml")):
+        experiment = load_experiment(path)
+        declared = {".".join(map(str, key)) for arm in experiment.arm_configs.values() for key in arm.declared}
+        for key, _ in experiment.differences():
+            assert any(key == d or key.startswith(d + ".") or d.startswith(key + ".") for d in declared), (path, key)
+
+
+def test_config_hash_is_sha256_of_the_resolved_arm_and_ignores_the_seed(quickstart):
+    runs = {(r.arm, r.seed): r for r in quickstart.plan()}
+    grpo = runs["grpo", 0]
+    blob = json.dumps(grpo.resolved, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert grpo.config_hash == hashlib.sha256(blob).hexdigest()[:12]
+    assert runs["grpo", 1].config_hash == grpo.config_hash
+    assert "seed" not in json.dumps(grpo.resolved)
+    assert len({runs[arm, 0].config_hash for arm in quickstart.arms}) == 3
+
+
+def test_config_hash_is_stable_across_key_order_and_moves_with_a_setting(write):
+    original = load_experiment(write(QUICKSTART, "a.yaml")).plan()[1]
+    # The same file with its sections in another order: the same configuration.
+    head, _, rest = QUICKSTART.partition("model:")
+    model_block, _, tail = rest.partition("data:")
+    reordered = load_experiment(write(head + "data:" + tail + "\nmodel:" + model_block, "b.yaml")).plan()[1]
+    assert reordered.config_hash == original.config_hash
+    changed = load_experiment(write(edited("learning_rate: 2.0e-4", "learning_rate: 1.0e-4"), "c.yaml")).plan()[1]
+    assert changed.config_hash != original.config_hash
+    assert changed.flat_params["training.learning_rate"] == "0.0001"
+
+
+def test_flat_params_are_strings_for_mlflow(quickstart):
+    params = quickstart.plan()[0].flat_params
+    assert params["algorithm.advantage.estimator"] == "gae"
+    assert params["data.languages"] == "[en, es, ru, ar, ja, sw]"
+    assert params["rewards.rewards.1.weight"] == "0.5"
+    assert all(isinstance(v, str) for v in params.values())
+
+
+def test_resolved_yaml_reads_back(quickstart):
+    resolved = yaml.safe_load(quickstart.resolved_yaml())
+    assert list(resolved["arms"]) == ["ppo", "grpo", "grpo-lang-balanced"]
+    assert resolved["arms"]["grpo"]["config_hash"] == quickstart.plan()[1].config_hash
+    assert resolved["arms"]["ppo"]["training"]["learning_rate"] == 2e-4
+    assert resolved["tracking"]["experiment"] == "quickstart"
+    assert resolved["run"]["output_dir"] == "runs/quickstart"
+
+
+def test_absent_is_not_null_in_differences(write):
+    text = edited("  grpo: {}", "  grpo:\n    model:\n      lora: {r: 4}")
+    rows = dict(load_experiment(write(text)).differences())
+    assert rows["model.lora"] == {"ppo": None, "grpo": {"r": 4}, "grpo-lang-balanced": None}
+    assert ABSENT not in rows["model.lora"].values()

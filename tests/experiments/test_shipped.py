@@ -1,0 +1,93 @@
+"""The experiments that ship in experiments/: each valid, each what its comments say it is."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from mlgrpo.experiments import load_experiment
+from mlgrpo.models.settings import DEFAULT_LANGUAGES
+from mlgrpo.text import dominant_script
+
+from .conftest import EXPERIMENTS
+
+SHIPPED = ("quickstart", "imbalance", "reward_scale", "qwen2.5-0.5b-lora")
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return {name: load_experiment(EXPERIMENTS / f"{name}.yaml") for name in SHIPPED}
+
+
+def test_every_shipped_file_is_valid_and_listed(shipped):
+    assert {p.stem for p in EXPERIMENTS.glob("*.yaml")} == set(SHIPPED)
+    readme = (EXPERIMENTS / "README.md").read_text(encoding="utf-8")
+    for name in SHIPPED:
+        assert f"{name}.yaml" in readme
+        assert shipped[name].notes == ()  # nothing that looks like a mistake
+
+
+def test_quickstart(shipped):
+    quick = shipped["quickstart"]
+    assert quick.model.policy == "tiny" and quick.data.suite == "numbers"
+    assert quick.data.languages == DEFAULT_LANGUAGES and "sw" in quick.data.languages
+    scripts = {dominant_script(record["reference"])[0] for record in _held_out(quick)}
+    assert len(scripts) >= 2
+    assert quick.arms == ("ppo", "grpo", "grpo-lang-balanced") and quick.seeds == (0, 1)
+    ppo, grpo, balanced = quick.plan(seeds=[0])
+    assert [(r.name, r.weight) for r in grpo.rewards.rewards] == [("exact_match", 1.0), ("chrf", 0.5)]
+    assert grpo.training == {"num_generations": 8, "per_device_train_batch_size": 64, "max_completion_length": 24,
+                             "learning_rate": 2e-4, "max_steps": 120, "beta": 0.0, "loss_type": "dapo",
+                             "logging_steps": 5.0}
+    assert balanced.sampler.name == "balanced" and ppo.algorithm.advantage.estimator == "gae"
+    assert (quick.evaluation.every_steps, quick.evaluation.per_language) == (60, 50)
+    assert (quick.run_settings.workers, quick.run_settings.checkpoint_every) == ("auto", 20)
+
+
+def _held_out(experiment):
+    from mlgrpo.experiments import load_run_data
+
+    return load_run_data(experiment.data, 0, eval_per_language=1)[1]
+
+
+def test_imbalance(shipped):
+    study = shipped["imbalance"]
+    assert study.arms == ("ppo", "grpo", "grpo-balanced", "grpo-oversample", "grpo-lang-std")
+    assert study.data_summary["en"][0] == 400 and study.data_summary["sw"][0] == 20
+    runs = {r.arm: r for r in study.plan(seeds=[0])}
+    assert runs["grpo-oversample"].sampler.oversample == {"sw": 10.0}
+    assert runs["grpo-lang-std"].algorithm.advantage.std_scope == "language"
+    assert runs["grpo-balanced"].sampler.name == "balanced"
+
+
+def test_reward_scale(shipped):
+    study = shipped["reward_scale"]
+    assert study.arms == ("ppo", "grpo", "grpo-lang-std", "dr_grpo")
+    for run in study.plan(seeds=[0]):  # the transform is shared: every arm faces the same rewards
+        exact = run.rewards.rewards[0]
+        assert exact.name == "exact_match" and set(exact.per_language) == {"sw"}
+        assert (exact.per_language["sw"].scale, exact.per_language["sw"].offset) == (0.2, -0.5)
+
+
+def test_qwen_recipe_and_accelerate_configs(shipped):
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    recipe = shipped["qwen2.5-0.5b-lora"]
+    run = recipe.plan(seeds=[0])[1]
+    assert run.model.policy == "Qwen/Qwen2.5-0.5B-Instruct" and run.model.lora["r"] == 16
+    assert recipe.data.prompt_style == "instruct"
+    assert run.training["bf16"] is True and run.training["use_vllm"] is False
+    configs = {name: ClusterConfig.from_yaml_file(str(EXPERIMENTS / "accelerate" / f"{name}.yaml"))
+               for name in ("single_gpu", "multi_gpu", "deepspeed_zero2")}
+    assert configs["single_gpu"].num_processes == 1
+    assert configs["multi_gpu"].distributed_type.value == "MULTI_GPU"
+    deepspeed = configs["deepspeed_zero2"].deepspeed_config
+    assert deepspeed["zero_stage"] == 2
+    assert deepspeed["gradient_accumulation_steps"] == run.training["gradient_accumulation_steps"]
+    for config in configs.values():
+        assert config.mixed_precision == "bf16"
+
+
+def test_accelerate_configs_are_plain_yaml():
+    for path in (EXPERIMENTS / "accelerate").glob("*.yaml"):
+        assert isinstance(yaml.safe_load(path.read_text(encoding="utf-8")), dict)
