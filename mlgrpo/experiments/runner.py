@@ -1,0 +1,192 @@
+"""`mlgrpo run`: every run of a comparison (arms x seeds), scheduled on worker processes, tracked in MLflow.
+
+    plan -> tracking (fail fast) -> tiny model built once -> parent run -> for each run: skip if
+    FINISHED, resume if interrupted, else new -> workers (one thread each) -> progress -> summary
+
+Each worker process executes one run at a time (worker.execute_run). Two one-thread processes on two
+cores ran ~1.65x the throughput of one two-thread process (../shared/research/stack.md), so `auto` uses
+one worker per core. Workers die with their parent (PR_SET_PDEATHSIG): a SIGKILLed `mlgrpo run` leaves
+no orphan training, and runs left RUNNING are resumed by the next invocation.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue as queue_module
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mlgrpo import __version__
+from mlgrpo.errors import UserError
+from mlgrpo.experiments.progress import ProgressBoard
+from mlgrpo.runtime import default_threads
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def worker_count(setting, runs: int) -> int:
+    if setting in (None, "auto"):
+        return max(1, min(runs, default_threads()))
+    if not isinstance(setting, int) or setting < 1:
+        raise UserError(f"run.workers must be 'auto' or an integer >= 1, got {setting!r}")
+    return min(setting, max(1, runs))
+
+
+def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, seeds=None, dry_run: bool = False,
+                   workers=None, stream=None) -> int:
+    from mlgrpo.experiments import load_experiment
+    from mlgrpo.tracking import Tracker, resolve_tracking_uri
+
+    stream = stream or sys.stderr
+    experiment = load_experiment(path)
+    runs = experiment.plan(only=only, seeds=seeds)
+    if dry_run:
+        for run in runs:
+            print(f"{run.run_name}  (algorithm {run.algorithm.name}, config {run.config_hash})", file=stream)
+        print(f"{len(runs)} runs; dry run: nothing trained", file=stream)
+        return 0
+    uri = resolve_tracking_uri(tracking_uri, experiment.tracking.uri)
+    tracker = Tracker.open(uri, experiment.tracking_experiment)
+    _prepare_models(runs, stream)
+    common_tags = {"mlgrpo.version": __version__, "git.commit": git_commit(), "experiment.file": str(path)}
+    parent = tracker.start_parent(f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}", common_tags,
+                                  {"runs": len(runs), "arms": ",".join(experiment.arms), "seeds": ",".join(map(str, experiment.seeds))})
+    parent.log_text(experiment.resolved_yaml(), "experiment.resolved.yaml")
+    board = ProgressBoard(len(runs), stream)
+    pending = []
+    for index, run in enumerate(runs):
+        identity = {"arm": run.arm, "seed": str(run.seed), "config_hash": run.config_hash}
+        tags = {**common_tags, **identity, "algorithm": run.algorithm.name,
+                "languages": ",".join(run.data.languages)}
+        child, state = tracker.child_run(parent, identity, run.run_name, tags, run.flat_params)
+        if state == "finished":
+            board.skipped(run.run_name, "finished earlier")
+            continue
+        pending.append((experiment.plan().index(run) if only or seeds else index, run, child.run_id))
+    output_root = Path(experiment.run_settings.output_dir or Path("runs") / experiment.name)
+    n_workers = worker_count(workers if workers is not None else experiment.run_settings.workers, len(pending))
+    threads = max(1, default_threads() // n_workers)
+    outcomes = _schedule(str(path), pending, uri, output_root, n_workers, threads, board)
+    failed = [o for o in outcomes if o["status"] != "FINISHED"]
+    parent.finish("FAILED" if any(o["status"] == "FAILED" for o in failed) else ("KILLED" if failed else "FINISHED"))
+    _print_summary(outcomes, stream)
+    return 130 if any(o["status"] == "KILLED" for o in failed) else (1 if failed else 0)
+
+
+def _prepare_models(runs, stream) -> None:
+    """Build each tiny model once, here, before workers start (they would otherwise race to build it)."""
+    from mlgrpo.models.loading import classify_spec, resolve
+
+    for spec in sorted({run.model.policy for run in runs}):
+        if classify_spec(spec)[0] == "tiny":
+            print(f"model {spec}: building or re-using the tiny base model", file=stream, flush=True)
+            resolve(spec)
+
+
+def _schedule(path, pending, uri, output_root: Path, n_workers: int, threads: int, board: ProgressBoard) -> list[dict]:
+    ctx = mp.get_context("spawn")
+    messages = ctx.Queue()
+    waiting, active, outcomes = list(pending), {}, []
+    try:
+        while waiting or active:
+            while waiting and len(active) < n_workers:
+                index, run, run_id = waiting.pop(0)
+                process = ctx.Process(target=_worker_main, name=run.run_name, daemon=False,
+                                      args=(path, index, uri, run_id, str(output_root / run.run_name), threads, messages))
+                process.start()
+                active[run.run_name] = (process, run_id, time.perf_counter())
+            _drain(messages, board, active, outcomes, timeout=1.0)
+            for name, (process, run_id, started) in list(active.items()):
+                if not process.is_alive() and name in active:
+                    _drain(messages, board, active, outcomes, timeout=0.5)
+                    if name in active:  # died without a word: a crash, or killed from outside
+                        active.pop(name)
+                        _mark_failed(uri, path, run_id)
+                        outcomes.append({"run": name, "status": "FAILED", "seconds": time.perf_counter() - started,
+                                         "message": f"worker exited with code {process.exitcode}"})
+                        board.finished(name, "FAILED", time.perf_counter() - started)
+    except KeyboardInterrupt:
+        # Workers got the same SIGINT (one process group): each stops at a step boundary, saves and
+        # marks its run KILLED. Wait for them, so that nothing is left half-written.
+        print("interrupted: stopping runs at the next step boundary ...", file=board.stream, flush=True)
+        for process, _, _ in active.values():
+            process.join()
+        _drain(messages, board, active, outcomes, timeout=0.5)
+        outcomes += [{"run": n, "status": "KILLED", "seconds": 0.0, "message": "interrupted"} for n in active]
+    return outcomes
+
+
+def _drain(messages, board, active, outcomes, timeout: float) -> None:
+    deadline = time.perf_counter() + timeout
+    while True:
+        try:
+            message = messages.get(timeout=max(0.0, deadline - time.perf_counter()))
+        except queue_module.Empty:
+            return
+        if "status" in message:
+            active.pop(message["run"], None)
+            outcomes.append(message)
+            board.finished(message["run"], message["status"], message["seconds"])
+            if message.get("message"):
+                print(f"  {message['run']}: {message['message']}", file=board.stream, flush=True)
+        else:
+            board.update(message)
+
+
+def _mark_failed(uri: str, path: str, run_id: str) -> None:
+    from mlgrpo.experiments import load_experiment
+    from mlgrpo.tracking import Tracker
+
+    Tracker.open(uri, load_experiment(path).tracking_experiment).attach(run_id).finish("FAILED")
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to send SIGTERM to this worker when its parent dies (even by SIGKILL)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def _worker_main(path, index, uri, run_id, run_dir, threads, messages) -> None:
+    _die_with_parent()
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    from mlgrpo.experiments.worker import execute_run
+
+    started = time.perf_counter()
+    try:
+        outcome = execute_run(path, index, uri, run_id, run_dir, emit=messages.put, threads=threads)
+        messages.put({"run": outcome.run_name, "status": outcome.status, "seconds": outcome.seconds,
+                      "message": outcome.message, "eval_start": outcome.eval_start, "eval_end": outcome.eval_end})
+    except UserError as exc:
+        messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
+                      "message": str(exc)})
+    except Exception as exc:  # a bug or a library error: report it with its type, the run is FAILED
+        messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
+                      "message": f"{type(exc).__name__}: {exc}"})
+        raise
+
+
+def _print_summary(outcomes: list[dict], stream) -> None:
+    """Per run and language: the held-out exact match at step 0 and at the end."""
+    rows = [o for o in outcomes if o.get("eval_start") and o.get("eval_end")]
+    if not rows:
+        return
+    print("\nheld-out exact match per language (step 0 -> end):", file=stream)
+    for o in sorted(rows, key=lambda o: o["run"]):
+        start, end = o["eval_start"]["per_language"], o["eval_end"]["per_language"]
+        cells = [f"{lang} {start[lang].get('exact_match', float('nan')):.2f}->{end[lang].get('exact_match', float('nan')):.2f}"
+                 for lang in sorted(end)]
+        print(f"  {o['run']:<28} " + "  ".join(cells), file=stream)

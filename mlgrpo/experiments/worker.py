@@ -1,0 +1,196 @@
+"""One run of a comparison (one arm x one seed), start to finish, in the process that calls it.
+
+    load data (same order for every arm of a seed) -> load the policy (same initial weights)
+    -> rewards (registry, guarded) -> trainer (TRAINERS[algorithm]) with callbacks:
+       tracking (metrics to MLflow), evaluation (step 0, every N, end), progress, graceful stop
+    -> resume from the run's last checkpoint when there is one -> final evaluation -> FINISHED
+
+SIGTERM and SIGINT stop the run at the next step boundary: it saves a checkpoint and is marked KILLED;
+running the experiment again resumes it. Knows nothing about how runs are scheduled or displayed.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from mlgrpo.errors import UserError
+
+
+@dataclass
+class RunOutcome:
+    run_name: str
+    status: str  # FINISHED | KILLED | FAILED
+    seconds: float
+    eval_start: dict | None  # EvalReport.to_json() at step 0
+    eval_end: dict | None  # at the end
+    message: str = ""
+
+
+class StopFlag:
+    """Set by SIGTERM/SIGINT; the trainer checks it at every step boundary."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.signal_name = ""
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+        self.signal_name = signal.Signals(signum).name
+
+
+class StopAtBoundary(TrainerCallback):
+    def __init__(self, flag: StopFlag) -> None:
+        self.flag = flag
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.flag.requested:
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+
+class Progress(TrainerCallback):
+    """Reports (run, step, max_steps, reward, seconds) through `emit` after every logged step."""
+
+    def __init__(self, run_name: str, emit) -> None:
+        self.run_name, self.emit, self.started = run_name, emit, time.perf_counter()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "reward" in logs:
+            self.emit({"run": self.run_name, "step": state.global_step, "max_steps": state.max_steps,
+                       "reward": logs["reward"], "seconds": time.perf_counter() - self.started})
+
+
+class Evaluate(TrainerCallback):
+    """Held-out evaluation every `every` steps (0: only at start and end, which the worker runs)."""
+
+    def __init__(self, run_eval, every: int) -> None:
+        self.run_eval, self.every = run_eval, every
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.every and state.global_step % self.every == 0 and state.global_step < state.max_steps:
+            self.run_eval(state.global_step)
+        return control
+
+
+def latest_checkpoint(folder: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+
+
+def execute_run(experiment_path: str, run_index: int, tracking_uri: str, child_run_id: str, run_dir: str,
+                emit=lambda message: None, threads: int = 1) -> RunOutcome:
+    """Train and evaluate run `run_index` of the experiment's plan, logging to the MLflow run `child_run_id`."""
+    from mlgrpo.runtime import configure_threads
+
+    configure_threads(threads)
+    flag = StopFlag()
+    flag.install()
+    from mlgrpo.experiments import load_experiment
+    from mlgrpo.tracking import Tracker
+
+    experiment = load_experiment(experiment_path)
+    run = experiment.plan()[run_index]
+    tracker = Tracker.open(tracking_uri, experiment.tracking_experiment)
+    handle = tracker.attach(child_run_id)
+    started = time.perf_counter()
+    try:
+        outcome = _train(experiment, run, handle, Path(run_dir), flag, emit)
+    except BaseException as exc:
+        handle.finish("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+        raise
+    handle.finish(outcome.status)
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunOutcome:
+    import torch
+    from datasets import Dataset
+
+    from mlgrpo.evaluation import evaluate_policy
+    from mlgrpo.experiments import grpo_config, load_run_data
+    from mlgrpo.models import load_policy
+    from mlgrpo.rewards import RewardGuard, build_reward_functions
+    from mlgrpo.tracking import TrackingCallback
+    from mlgrpo.trainers import TRAINERS
+
+    torch.manual_seed(run.seed)
+    ev = run.evaluation
+    train_records, eval_records = load_run_data(run.data, run.seed, eval_per_language=ev.per_language)
+    languages = sorted({r["language"] for r in train_records})
+    model, tokenizer = load_policy(run.model.policy)
+    guard = RewardGuard(run.rewards.on_bad_reward)
+    funcs, weights = build_reward_functions(run.rewards, guard=guard)
+    state_file = run_dir / "eval_start.json"
+
+    def run_eval(step: int) -> dict:
+        report = evaluate_policy(model, tokenizer, eval_records, metrics=ev.metrics, max_new_tokens=ev.max_new_tokens,
+                                 batch_size=ev.batch_size, sampled_k=ev.sampled_k, reward_funcs=funcs,
+                                 reward_weights=weights, samples_per_language=ev.samples_per_language, seed=run.seed)
+        handle.log_metrics(report.flat("eval"), step=step)
+        handle.log_table(report.samples, f"samples/step_{step:06d}.json")
+        return report.to_json()
+
+    checkpoint = latest_checkpoint(run_dir / "checkpoints")
+    if checkpoint is None or not state_file.exists():
+        run_dir.mkdir(parents=True, exist_ok=True)
+        state_file.write_text(json.dumps(run_eval(0)), encoding="utf-8")
+    eval_start = json.loads(state_file.read_text(encoding="utf-8"))
+    args = grpo_config(run, str(run_dir / "checkpoints"), reward_weights=weights,
+                       save_strategy="steps", save_steps=experiment.run_settings.checkpoint_every, save_total_limit=1)
+    trainer = TRAINERS[run.algorithm.name](
+        model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(train_records),
+        processing_class=tokenizer, algorithm=run.algorithm, sampler=run.sampler, reward_guard=guard,
+        peft_config=_lora(run.model.lora),
+        callbacks=[TrackingCallback(handle, languages), Evaluate(run_eval, ev.every_steps), Progress(run.run_name, emit),
+                   StopAtBoundary(flag)],
+    )
+    _quiet(trainer)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    if flag.requested:
+        return RunOutcome(run.run_name, "KILLED", 0.0, eval_start, None, f"stopped by {flag.signal_name}")
+    eval_end = run_eval(trainer.state.global_step)
+    trainer.save_model(str(run_dir / "final"))
+    return RunOutcome(run.run_name, "FINISHED", 0.0, eval_start, eval_end)
+
+
+def _quiet(trainer) -> None:
+    """The runner's progress board replaces the Trainer's own printing (a dict per step, tqdm bars)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for callback in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(callback)
+
+
+def _quiet_libraries() -> None:
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    # transformers 5 renamed gradient_checkpointing; TRL 1.16 uses the old names every step.
+    warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*is deprecated", category=FutureWarning)
+
+
+def _lora(settings: dict | None):
+    if not settings:
+        return None
+    from peft import LoraConfig
+
+    try:
+        return LoraConfig(task_type="CAUSAL_LM", **settings)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"model.lora: {exc}") from None
