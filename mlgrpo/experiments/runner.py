@@ -160,8 +160,23 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
+def _log_to_file(run_dir: str) -> Path:
+    """Send this worker's stdout and stderr (library warnings, progress bars) to <run_dir>/worker.log: the
+    parent's progress board is what the user reads; the log keeps everything for when a run fails."""
+    log = Path(run_dir) / "worker.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return log
+
+
 def _worker_main(path, index, uri, run_id, run_dir, threads, messages) -> None:
     _die_with_parent()
+    log = _log_to_file(run_dir)
     os.environ["OMP_NUM_THREADS"] = str(threads)
     from mlgrpo.experiments.worker import execute_run
 
@@ -175,7 +190,7 @@ def _worker_main(path, index, uri, run_id, run_dir, threads, messages) -> None:
                       "message": str(exc)})
     except Exception as exc:  # a bug or a library error: report it with its type, the run is FAILED
         messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
-                      "message": f"{type(exc).__name__}: {exc}"})
+                      "message": f"{type(exc).__name__}: {exc} (traceback in {log})"})
         raise
 
 

@@ -1,0 +1,86 @@
+"""`mlgrpo run` end to end on a trimmed quickstart: the default local store and a real MLflow server."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRIMMED = Path(__file__).with_name("trimmed.yaml")
+
+
+def mlgrpo(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mlgrpo.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+
+
+def runs_of(uri: str, experiment: str):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    return client, client.search_runs([exp.experiment_id])
+
+
+def check_layout(uri: str) -> None:
+    client, runs = runs_of(uri, "trimmed-quickstart")
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert len(parents) >= 1 and sorted(r.data.tags["arm"] for r in children) == ["grpo", "ppo"]
+    for run in children:
+        assert run.info.status == "FINISHED"
+        tags = run.data.tags
+        assert tags["algorithm"] == tags["arm"] and tags["seed"] == "0" and tags["languages"] == "en,ja"
+        assert len(tags["config_hash"]) == 12 and "mlgrpo.version" in tags
+        metrics = run.data.metrics
+        for name in ("train/reward/en", "train/reward/ja", "train/reward/macro", "eval/exact_match/en",
+                     "eval/chrf/ja", "system/samples_per_sec", "system/peak_memory_mb"):
+            assert name in metrics, name
+        history = client.get_metric_history(run.info.run_id, "eval/chrf/en")
+        assert sorted(m.step for m in history) == [0, 2, 4]  # step 0, every 2 steps, the end: once each
+        assert run.data.params["training.learning_rate"] in ("0.001", "1e-3", "0.0010")
+    ppo = next(r for r in children if r.data.tags["arm"] == "ppo")
+    assert "train/ppo/value_loss" in ppo.data.metrics or any(k.startswith("train/ppo/value_loss") for k in ppo.data.metrics)
+
+
+@pytest.mark.slow
+def test_run_on_the_default_local_store_then_skip_on_rerun(tmp_path):
+    shutil.copy(TRIMMED, tmp_path / "trimmed.yaml")
+    first = mlgrpo("run", "trimmed.yaml", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "ppo-seed0: FINISHED" in first.stderr and "grpo-seed0: FINISHED" in first.stderr
+    assert (tmp_path / "mlflow.db").exists()  # MLflow's default store, in the working directory
+    for arm in ("ppo", "grpo"):
+        assert (tmp_path / "runs" / "trimmed-quickstart" / f"{arm}-seed0" / "final" / "model.safetensors").exists()
+    check_layout(f"sqlite:///{tmp_path}/mlflow.db")
+    again = mlgrpo("run", "trimmed.yaml", cwd=tmp_path)
+    assert again.returncode == 0 and again.stderr.count("skipped (finished earlier)") == 2
+    _, runs = runs_of(f"sqlite:///{tmp_path}/mlflow.db", "trimmed-quickstart")
+    assert len([r for r in runs if "mlflow.parentRunId" in r.data.tags]) == 2  # no duplicates
+
+
+@pytest.mark.slow
+def test_run_against_a_real_mlflow_server(tmp_path, mlflow_server):
+    shutil.copy(TRIMMED, tmp_path / "trimmed.yaml")
+    result = mlgrpo("run", "trimmed.yaml", "--tracking-uri", mlflow_server.uri, "--only", "grpo", "--only", "ppo",
+                    cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "mlflow.db").exists()
+    check_layout(mlflow_server.uri)
+
+
+def test_dry_run_trains_nothing(tmp_path):
+    shutil.copy(TRIMMED, tmp_path / "trimmed.yaml")
+    result = mlgrpo("run", "trimmed.yaml", "--dry-run", "--seeds", "0", cwd=tmp_path)
+    assert result.returncode == 0 and "ppo-seed0" in result.stderr and "dry run" in result.stderr
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_unreachable_server_fails_fast_with_one_line(tmp_path):
+    shutil.copy(TRIMMED, tmp_path / "trimmed.yaml")
+    result = mlgrpo("run", "trimmed.yaml", "--tracking-uri", "http://127.0.0.1:9", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "127.0.0.1:9" in result.stderr
