@@ -123,7 +123,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     from mlgrpo.experiments import grpo_config, load_run_data
     from mlgrpo.models import load_policy
     from mlgrpo.rewards import RewardGuard, build_reward_functions
-    from mlgrpo.tracking import TrackingCallback
+    from mlgrpo.tracking import TrackingCallback, log_language_plots
     from mlgrpo.trainers import TRAINERS
 
     torch.manual_seed(run.seed)
@@ -146,6 +146,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     checkpoint = latest_checkpoint(run_dir / "checkpoints")
     if checkpoint is None or not state_file.exists():
         run_dir.mkdir(parents=True, exist_ok=True)
+        _log_data(handle, run, train_records, eval_records, run_dir)
         state_file.write_text(json.dumps(run_eval(0)), encoding="utf-8")
     eval_start = json.loads(state_file.read_text(encoding="utf-8"))
     args = grpo_config(run, str(run_dir / "checkpoints"), reward_weights=weights,
@@ -163,7 +164,28 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
         return RunOutcome(run.run_name, "KILLED", 0.0, eval_start, None, f"stopped by {flag.signal_name}")
     eval_end = run_eval(trainer.state.global_step)
     trainer.save_model(str(run_dir / "final"))
+    handle.flush()
+    log_language_plots(handle, PLOTTED)
     return RunOutcome(run.run_name, "FINISHED", 0.0, eval_start, eval_end)
+
+
+# Metric families drawn as one line per language at the end of a run (PNG artifacts under plots/).
+PLOTTED = ("train/reward", "train/language_consistency", "train/adv/mean", "eval/exact_match", "eval/chrf",
+           "eval/reward/total")
+
+
+def _log_data(handle, run, train_records, eval_records, run_dir: Path) -> None:
+    """The data a run used: datasets (MLflow dataset tracking), language distributions, the suite's card."""
+    from mlgrpo.tracking import log_records
+
+    card = None
+    if run.data.suite:
+        from mlgrpo.data.cards import render_card
+
+        card = run_dir / f"{run.data.suite}_card.md"
+        card.write_text(render_card(run.data.suite), encoding="utf-8")
+    log_records(handle, train_records, "train", "training", card=card)
+    log_records(handle, eval_records, "eval", "evaluation")
 
 
 def _quiet(trainer) -> None:
