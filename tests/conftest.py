@@ -1,4 +1,8 @@
-"""Test-wide settings: one torch thread (the CI machine has 2 cores), no hub access, a private MLflow store."""
+"""Test-wide settings (one torch thread: the CI machine has 2 cores; no hub access) and a real MLflow server.
+
+Starting `mlflow server` takes 10-20 s on a loaded 2-core machine, so one server serves the whole session;
+the tracking outage test stops and restarts it on the same port and store.
+"""
 
 from __future__ import annotations
 
@@ -10,3 +14,61 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from mlgrpo.tracking.server import MlflowServer  # noqa: E402
+
+
+@dataclass
+class LiveServer:
+    server: MlflowServer
+    folder: Path
+
+    @property
+    def uri(self) -> str:
+        return self.server.url
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def start(self) -> None:
+        self.server.start()
+        self.server.wait_ready(timeout_s=120)
+
+
+_STARTED: list[LiveServer] = []
+
+
+def _launch() -> LiveServer:
+    folder = Path(tempfile.mkdtemp(prefix="mlgrpo-test-server-"))
+    server = MlflowServer(f"sqlite:///{folder}/mlflow.db", host="127.0.0.1",
+                          artifacts_destination=folder / "artifacts", log_path=folder / "server.log")
+    _STARTED.append(LiveServer(server.start(), folder))
+    return _STARTED[-1]
+
+
+@pytest.hookimpl(trylast=True)  # after -k / -m deselection
+def pytest_collection_modifyitems(session, config, items):
+    if not _STARTED and any("mlflow_server" in item.fixturenames for item in items):
+        _launch()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    while _STARTED:
+        live = _STARTED.pop()
+        live.stop()
+        shutil.rmtree(live.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server() -> LiveServer:
+    live = _STARTED[-1] if _STARTED else _launch()
+    live.server.wait_ready(timeout_s=120)
+    return live

@@ -21,15 +21,15 @@ def test_typo_names_file_line_key_and_the_closest_valid_key(load_error):
 
 
 @pytest.mark.parametrize("old, new, needle, key, reason", [
-    ("num_generations: 8 ", "num_generations: 1 ", "num_generations", "training.num_generations",
+    ("num_generations: 16 ", "num_generations: 1 ", "num_generations", "training.num_generations",
      "the group size must be at least 2, got 1"),
     ("per_device_train_batch_size: 64", "per_device_train_batch_size: 60", "per_device_train_batch_size",
-     "training.per_device_train_batch_size", "use 56 (7 prompts) or 64 (8 prompts)"),
-    ("[en, es, ru, ar, ja, sw]", "[en, es, klingon]", "languages:", "data.languages", "unknown language 'klingon'"),
-    ("  max_steps: 120", "  max_steps: many", "max_steps", "training.max_steps", "expected an integer, got the text"),
+     "training.per_device_train_batch_size", "use 48 (3 prompts) or 64 (4 prompts)"),
+    ("[en, es, ru, ar, ja, sw]", "[en, es, ru, ar, ja, sw, klingon]", "languages:", "data.languages", "unknown language 'klingon'"),
+    ("  max_steps: 250", "  max_steps: many", "max_steps", "training.max_steps", "expected an integer, got the text"),
     ("  beta: 0.0", "  seed: 3", "seed: 3", "training.seed", "seed is set by the platform"),
     ("seeds: [0, 1]", "seeds: 0", "seeds:", "seeds", "expected a list of integers, got 0"),
-    ("policy: tiny ", "policy: !!python/object:os.system tiny ", "policy", "model.policy", "tag !!python/object"),
+    ('policy: "tiny:', 'policy: !!python/object:os.system "tiny:', "policy", "model.policy", "tag !!python/object"),
     ("  per_language: 50 ", "  per_language: 500 ", "per_language: 500", "evaluation.per_language",
      "asks for 500 rows in 'en', but that split has 196"),
     ("    - name: chrf", "    - name: chrff", "chrff", "rewards.rewards[1]", "(did you mean 'chrf'?)"),

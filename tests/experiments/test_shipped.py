@@ -29,19 +29,21 @@ def test_every_shipped_file_is_valid_and_listed(shipped):
 
 def test_quickstart(shipped):
     quick = shipped["quickstart"]
-    assert quick.model.policy == "tiny" and quick.data.suite == "numbers"
+    assert quick.model.policy.startswith("tiny:") and quick.data.suite == "numbers"
     assert quick.data.languages == DEFAULT_LANGUAGES and "sw" in quick.data.languages
     scripts = {dominant_script(record["reference"])[0] for record in _held_out(quick)}
     assert len(scripts) >= 2
     assert quick.arms == ("ppo", "grpo", "grpo-lang-balanced") and quick.seeds == (0, 1)
     ppo, grpo, balanced = quick.plan(seeds=[0])
     assert [(r.name, r.weight) for r in grpo.rewards.rewards] == [("exact_match", 1.0), ("chrf", 0.5)]
-    assert grpo.training == {"num_generations": 8, "per_device_train_batch_size": 64, "max_completion_length": 24,
-                             "learning_rate": 2e-4, "max_steps": 120, "beta": 0.0, "loss_type": "dapo",
-                             "logging_steps": 5.0}
+    # The same rollout budget in every arm: only the algorithm and the sampler differ.
+    assert grpo.training == ppo.training == balanced.training
+    assert grpo.training["per_device_train_batch_size"] % grpo.training["num_generations"] == 0
     assert balanced.sampler.name == "balanced" and ppo.algorithm.advantage.estimator == "gae"
-    assert (quick.evaluation.every_steps, quick.evaluation.per_language) == (60, 50)
-    assert (quick.run_settings.workers, quick.run_settings.checkpoint_every) == ("auto", 20)
+    # A low-resource language, so that the language-balanced arm draws differently from the uniform one.
+    counts = dict(quick.data.per_language)
+    assert min(counts, key=counts.get) == "sw" and counts["sw"] * 10 <= max(counts.values())
+    assert quick.evaluation.per_language >= 50 and quick.run_settings.workers == "auto"
 
 
 def _held_out(experiment):

@@ -30,7 +30,7 @@ def test_prints_runs_differences_data_and_ok(main, capsys):
     assert header.split() == ["key", "ppo", "grpo", "grpo-lang-balanced"]
     row = next(line for line in out.splitlines() if line.strip().startswith("sampler.name"))
     assert row.split() == ["sampler.name", "uniform", "uniform", "balanced"]
-    assert "  sw        804    50" in out
+    assert "  sw        40     50" in out and "  en        400    50" in out
     assert out.rstrip().endswith("OK")
 
 
