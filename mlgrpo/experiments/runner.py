@@ -49,6 +49,12 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
     from mlgrpo.tracking import Tracker, resolve_tracking_uri
 
     stream = stream or sys.stderr
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise UserError(
+            "mlgrpo run does not yet run under accelerate launch / torchrun: every rank would schedule every run. "
+            "Run it as a plain command (one run per worker process); the trainers themselves are "
+            "distributed-ready (MultilingualGRPOTrainer under accelerate; see experiments/README.md)"
+        )
     experiment = load_experiment(path)
     runs = experiment.plan(only=only, seeds=seeds)
     if dry_run:

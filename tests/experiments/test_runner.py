@@ -84,3 +84,13 @@ def test_unreachable_server_fails_fast_with_one_line(tmp_path):
     result = mlgrpo("run", "trimmed.yaml", "--tracking-uri", "http://127.0.0.1:9", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "127.0.0.1:9" in result.stderr
+
+
+def test_refuses_to_run_once_per_rank_under_a_distributed_launcher(tmp_path):
+    import os
+
+    shutil.copy(TRIMMED, tmp_path / "trimmed.yaml")
+    result = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml"], cwd=tmp_path, text=True,
+                            capture_output=True, timeout=120, env={**os.environ, "WORLD_SIZE": "2"})
+    assert result.returncode == 2 and "accelerate launch" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "mlflow.db").exists()
