@@ -11,6 +11,7 @@ refused: it has its own UI. Parses arguments and prints; the work is in mlgrpo.t
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 
@@ -43,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     server = MlflowServer(uri, host=args.host, port=args.port)
     print(f"starting the MLflow UI for {mask_uri(uri)} (server log: {server.log_path})", file=sys.stderr, flush=True)
+    # `kill` or a closed terminal stops the server too, as Ctrl-C does (it runs in its own session).
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     server.start()
     try:
         server.wait_ready()
@@ -52,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         print("stopping the MLflow UI", file=sys.stderr, flush=True)
+        server.stop()
+        server.log_path.unlink(missing_ok=True)  # kept only when the server failed
         return 0
     finally:
         server.stop()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt

@@ -1,0 +1,95 @@
+"""`mlgrpo run` interrupted: SIGKILL of the whole process group mid-run, and Ctrl-C; then the same command.
+
+Afterwards every run is FINISHED exactly once, none is left RUNNING, and no metric step is logged twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TRIMMED = Path(__file__).with_name("trimmed.yaml")
+
+
+def longer_trimmed(folder: Path) -> Path:
+    text = TRIMMED.read_text(encoding="utf-8")
+    text = text.replace("  max_steps: 4\n", "  max_steps: 60\n").replace("  workers: 2\n", "  workers: 1\n")
+    path = folder / "trimmed.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def start(folder: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml", "--only", "grpo"], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def wait_for_checkpoint(folder: Path, process: subprocess.Popen, timeout: float = 300) -> None:
+    checkpoints = folder / "runs" / "trimmed-quickstart" / "grpo-seed0" / "checkpoints"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")):
+            return
+        assert process.poll() is None, process.stdout.read()[-3000:]
+        time.sleep(0.2)
+    raise AssertionError("no checkpoint was written in time")
+
+
+def child_runs(folder: Path):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{folder}/mlflow.db")
+    experiment = client.get_experiment_by_name("trimmed-quickstart")
+    runs = [r for r in client.search_runs([experiment.experiment_id]) if "arm" in r.data.tags]
+    return client, runs
+
+
+def check_finished_once(folder: Path) -> None:
+    client, runs = child_runs(folder)
+    assert [(r.data.tags["arm"], r.info.status) for r in runs] == [("grpo", "FINISHED")]
+    for key in ("train/reward/all", "eval/chrf/en", "train/loss"):
+        steps = [m.step for m in client.get_metric_history(runs[0].info.run_id, key)]
+        assert len(steps) == len(set(steps)), f"{key} logged twice at a step"
+    assert max(m.step for m in client.get_metric_history(runs[0].info.run_id, "train/loss")) == 60
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_rerun_resumes_from_the_checkpoint(tmp_path):
+    longer_trimmed(tmp_path)
+    process = start(tmp_path)
+    wait_for_checkpoint(tmp_path, process)
+    os.killpg(process.pid, signal.SIGKILL)  # the runner and its worker, mid-step, no chance to clean up
+    process.wait(timeout=60)
+    _, runs = child_runs(tmp_path)
+    assert [r.info.status for r in runs] == ["RUNNING"]  # what a killed process leaves behind
+    again = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml", "--only", "grpo"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    worker_log = (tmp_path / "runs" / "trimmed-quickstart" / "grpo-seed0" / "worker.log").read_text()
+    assert "grpo-seed0: FINISHED" in again.stderr
+    check_finished_once(tmp_path)
+    assert "Traceback" not in worker_log
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_at_a_step_boundary_marks_killed_and_rerun_finishes(tmp_path):
+    longer_trimmed(tmp_path)
+    process = start(tmp_path)
+    wait_for_checkpoint(tmp_path, process)
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal sends to the foreground group on Ctrl-C
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output[-3000:]
+    assert "KILLED" in output and "Traceback" not in output
+    _, runs = child_runs(tmp_path)
+    assert [r.info.status for r in runs] == ["KILLED"]
+    again = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml", "--only", "grpo"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    check_finished_once(tmp_path)
