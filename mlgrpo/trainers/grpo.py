@@ -133,9 +133,21 @@ class MultilingualGRPOTrainer(GRPOTrainer):
 
     def _consistency(self, prompts, completions, inputs) -> list[float | None]:
         """Language consistency of each completion (DeepSeek-R1's language-consistency measure), logged
-        per language whether or not it is also a reward."""
+        per language whether or not it is also a reward. Measured on the generation batches of logging
+        steps only: it costs language ID per segment (~30 ms for 64 completions on one CPU core), and
+        the batches in between would only be averaged into the logged value."""
+        if not self._is_logging_step():
+            return [None] * len(completions)
         languages = [x.get(self.language_column) for x in inputs]
         return language_consistency(prompts, completions, language=languages, candidates=self._candidates or None)
+
+    def _is_logging_step(self) -> bool:
+        """True when the step being generated for ends a logging window (TRL logs every logging_steps)."""
+        every = self.args.logging_steps
+        if not every or every <= 0:
+            return True
+        every = int(every) if every >= 1 else max(1, int(every * max(1, self.state.max_steps)))
+        return (self.state.global_step + 1) % every == 0 or self.state.global_step == 0
 
     def _generate_and_score_completions(self, inputs):
         # Throughput is end to end: completions per wall second since the previous generation, which
