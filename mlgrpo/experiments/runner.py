@@ -80,6 +80,9 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
             board.skipped(run.run_name, "finished earlier")
             continue
         pending.append((experiment.plan().index(run) if only or seeds else index, run, child.run_id))
+    # Longest runs first (a critic makes a PPO step about twice a GRPO step here), so that the last
+    # worker busy is not one left alone with a long run while the others idle.
+    pending.sort(key=lambda item: item[1].algorithm.name != "ppo")
     output_root = Path(experiment.run_settings.output_dir or Path("runs") / experiment.name)
     n_workers = worker_count(workers if workers is not None else experiment.run_settings.workers, len(pending))
     threads = max(1, default_threads() // n_workers)
