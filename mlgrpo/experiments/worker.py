@@ -119,7 +119,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     import torch
     from datasets import Dataset
 
-    from mlgrpo.evaluation import evaluate_policy
+    from mlgrpo.evaluation import EvalReport, collapse_warnings, evaluate_policy
     from mlgrpo.experiments import grpo_config, load_run_data
     from mlgrpo.models import load_policy
     from mlgrpo.rewards import RewardGuard, build_reward_functions
@@ -135,11 +135,18 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     funcs, weights = build_reward_functions(run.rewards, guard=guard)
     state_file = run_dir / "eval_start.json"
 
+    reference = _frozen_copy(model)  # KL to the initial policy at every evaluation
+    start_report: list = []  # the step-0 report, for "change since step 0" and collapse warnings
+
     def run_eval(step: int) -> dict:
         report = evaluate_policy(model, tokenizer, eval_records, metrics=ev.metrics, max_new_tokens=ev.max_new_tokens,
                                  batch_size=ev.batch_size, sampled_k=ev.sampled_k, reward_funcs=funcs,
-                                 reward_weights=weights, samples_per_language=ev.samples_per_language, seed=run.seed)
-        handle.log_metrics(report.flat("eval"), step=step)
+                                 reward_weights=weights, samples_per_language=ev.samples_per_language, seed=run.seed,
+                                 reference_model=reference)
+        metrics = report.flat("eval")
+        if start_report:
+            metrics.update(collapse_warnings(start_report[0], report))
+        handle.log_metrics(metrics, step=step)
         handle.log_table(report.samples, f"samples/step_{step:06d}.json")
         return report.to_json()
 
@@ -149,6 +156,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
         _log_data(handle, run, train_records, eval_records, run_dir)
         state_file.write_text(json.dumps(run_eval(0)), encoding="utf-8")
     eval_start = json.loads(state_file.read_text(encoding="utf-8"))
+    start_report.append(EvalReport.from_json(eval_start, str(state_file)))
     args = grpo_config(run, str(run_dir / "checkpoints"), reward_weights=weights,
                        save_strategy="steps", save_steps=experiment.run_settings.checkpoint_every, save_total_limit=1)
     trainer = TRAINERS[run.algorithm.name](
@@ -186,6 +194,19 @@ def _log_data(handle, run, train_records, eval_records, run_dir: Path) -> None:
         card.write_text(render_card(run.data.suite), encoding="utf-8")
     log_records(handle, train_records, "train", "training", card=card)
     log_records(handle, eval_records, "eval", "evaluation")
+
+
+def _frozen_copy(model):
+    """A frozen copy of the initial policy for KL at evaluation; None (KL not measured) with PEFT adapters,
+    whose reference is the base model under them, or when a copy would not fit comfortably (> 1B params)."""
+    import copy
+
+    if hasattr(model, "peft_config") or sum(p.numel() for p in model.parameters()) > 1_000_000_000:
+        return None
+    reference = copy.deepcopy(model).eval()
+    for param in reference.parameters():
+        param.requires_grad_(False)
+    return reference
 
 
 def _quiet(trainer) -> None:

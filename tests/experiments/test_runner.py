@@ -37,7 +37,8 @@ def check_layout(uri: str) -> None:
         assert len(tags["config_hash"]) == 12 and "mlgrpo.version" in tags
         metrics = run.data.metrics
         for name in ("train/reward/en", "train/reward/ja", "train/reward/macro", "eval/exact_match/en",
-                     "eval/chrf/ja", "system/samples_per_sec", "system/peak_memory_mb"):
+                     "eval/chrf/ja", "system/samples_per_sec", "system/peak_memory_mb",
+                     "eval/kl_ref/en", "eval/collapse/ja", "eval/chrf/macro/change"):
             assert name in metrics, name
         history = client.get_metric_history(run.info.run_id, "eval/chrf/en")
         assert sorted(m.step for m in history) == [0, 2, 4]  # step 0, every 2 steps, the end: once each
