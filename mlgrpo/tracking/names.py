@@ -66,8 +66,10 @@ def register_direction(pattern: str, way: str) -> None:
 for _pattern in ("*_std", "*/std", "samples", "sampler/*", "*length*", "adv/*", "groups/*", "*count*",
                  "num_*", "*tokens*", "epoch", "learning_rate", "grad_norm", "entropy", "*clip*"):
     register_direction(_pattern, DESCRIPTIVE)
-for _pattern in ("loss", "*loss", "kl", "*/kl", "perplexity", "*ppl*", "wer", "cer", "ter", "*error*"):
+for _pattern in ("loss", "*loss", "kl", "*/kl", "kl_*", "*_kl", "*/kl_*", "perplexity", "*ppl*", "wer", "cer", "ter",
+                 "*error*", "code_switch", "*toxic*", "collapse", "ppo/kl_penalty"):
     register_direction(_pattern, LOWER)
+register_direction("reward_guard/*", DESCRIPTIVE)  # counts of bad rewards per function, not per language
 
 
 def clean_name(name: str) -> str:

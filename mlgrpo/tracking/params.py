@@ -28,7 +28,10 @@ MAX_PARAM_VALUE = 6000  # mlflow.utils.validation.MAX_PARAM_VAL_LENGTH in MLflow
 MAX_TAG_VALUE = 8000  # MAX_TAG_VAL_LENGTH
 MAX_KEY = 250  # MAX_ENTITY_KEY_LENGTH
 
-_SECRET_KEY = re.compile(r"(password|passwd|secret|token|api[_-]?key|access[_-]?key|credential|private[_-]?key)", re.I)
+# Whole words of a key only: "hub_token" and "api_key" are secrets, "max_new_tokens" is not.
+_SECRET_KEY = re.compile(
+    r"(^|[_\-])(password|passwd|secret|token|api[_-]?key|access[_-]?key|credentials?|private[_-]?key)($|[_\-])", re.I
+)
 
 
 def _plain(value: object) -> bool:

@@ -109,3 +109,11 @@ def test_generations_table_name():
     assert generations_table("eval", 100) == "eval/generations/step_0000100.json"
     with pytest.raises(ValueError):
         generations_table("test", 0)
+
+
+def test_metrics_that_are_worse_when_higher_aggregate_their_worst_as_the_maximum():
+    from mlgrpo.tracking import direction
+
+    for name in ("code_switch", "kl_ref", "toxicity", "collapse", "ppo/kl_penalty", "ppo/value_loss"):
+        assert direction(name) == "lower", name
+    assert direction("exact_match") == "higher" and direction("reward_guard/chrf/nan") == "descriptive"

@@ -63,3 +63,11 @@ def test_keys_are_made_valid_and_short():
 def test_tags_get_the_same_care():
     tags = safe_tags({"tracking_uri": "http://u:p@h:1", "password": "x", "seed": 3})
     assert tags == {"tracking_uri": "http://u:***@h:1", "password": "***", "seed": "3"}
+
+
+def test_secret_keys_are_masked_but_not_words_that_contain_them():
+    from mlgrpo.tracking.params import flatten_params
+
+    flat = flatten_params({"evaluation": {"max_new_tokens": 24}, "hub_token": "hf_x", "api_key": "k", "password": "p"})
+    assert flat["evaluation.max_new_tokens"] == "24"
+    assert flat["hub_token"] == flat["api_key"] == flat["password"] == "***"
