@@ -1,4 +1,4 @@
-"""Process-level settings that must happen before torch starts: thread counts.
+"""Process-level settings: thread counts (before torch starts) and where mlgrpo keeps its caches.
 
 On a small CPU machine, torch's default of one intra-op thread per core oversubscribes as soon as
 two processes (or a tokenizer pool) run side by side; we measured a training step 30x slower
@@ -9,6 +9,7 @@ Knows nothing about models, data or MLflow.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -40,3 +41,12 @@ def configure_threads(threads: int | None = None) -> int:
         torch = sys.modules["torch"]
         torch.set_num_threads(threads)
     return threads
+
+
+def cache_dir(kind: str) -> Path:
+    """$MLGRPO_CACHE/<kind>, else $XDG_CACHE_HOME/mlgrpo/<kind>, else ~/.cache/mlgrpo/<kind> (not created)."""
+    root = os.environ.get("MLGRPO_CACHE")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(xdg, "mlgrpo")
+    return Path(root).expanduser() / kind

@@ -50,22 +50,9 @@ def unsafe_label(id2label: dict, label: str | None) -> int:
 @functools.lru_cache(maxsize=2)
 def load_classifier(path: str, device: str = "cpu"):
     """(model in eval mode, tokenizer) from a local folder; loaded once per (path, device)."""
-    from transformers import AutoModelForSequenceClassification
+    from mlgrpo.rewards.model import load_local_classifier
 
-    from mlgrpo.rewards.model import load_tokenizer
-
-    folder = Path(path)
-    if not (folder / "config.json").is_file():
-        raise UserError(f"safety classifier {path!r} is not a saved model folder (no config.json); give the local "
-                        "folder written by save_pretrained (classifiers are never downloaded)")
-    model = AutoModelForSequenceClassification.from_pretrained(folder, local_files_only=True)
-    tokenizer = load_tokenizer(folder)
-    if tokenizer.pad_token is None:
-        if tokenizer.eos_token is None:
-            raise UserError(f"safety classifier {path!r}: its tokenizer has neither a pad nor an EOS token")
-        tokenizer.pad_token = tokenizer.eos_token
-    if model.config.pad_token_id is None:  # decoder classifiers find the last real token through it
-        model.config.pad_token_id = tokenizer.pad_token_id
+    model, tokenizer = load_local_classifier(path, "safety classifier")
     return model.to(device).eval(), tokenizer
 
 

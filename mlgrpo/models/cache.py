@@ -23,11 +23,9 @@ BUILD_INFO = "build_info.json"
 
 def default_models_dir() -> Path:
     """$MLGRPO_CACHE/models, else $XDG_CACHE_HOME/mlgrpo/models, else ~/.cache/mlgrpo/models."""
-    root = os.environ.get("MLGRPO_CACHE")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(xdg, "mlgrpo")
-    return Path(root).expanduser() / "models"
+    from mlgrpo.runtime import cache_dir
+
+    return cache_dir("models")
 
 
 def sha256_file(path: Path) -> str:

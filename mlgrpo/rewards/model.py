@@ -68,29 +68,40 @@ def load_tokenizer(folder: Path):
     return AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
 
-@functools.lru_cache(maxsize=2)
-def load_reward_model(path: str, device: str = "auto"):
-    """(model, tokenizer) from a local directory, in eval mode on `device`; cached, so loaded once."""
+def load_local_classifier(path: str, what: str):
+    """(AutoModelForSequenceClassification, tokenizer) from a local folder, ready to score padded batches.
+
+    Shared by the reward model and evaluation's safety classifier. `what` names the caller in errors.
+    Nothing is downloaded; the tokenizer must fit the model's embeddings; a pad token is set (EOS when
+    the tokenizer has none) and given to the model, since decoder classifiers find the last real token
+    through pad_token_id.
+    """
     from transformers import AutoModelForSequenceClassification
 
     folder = Path(path)
     if not (folder / "config.json").is_file():
-        raise UserError(f"reward_model: {path!r} is not a saved model directory (no config.json); give the local "
+        raise UserError(f"{what}: {path!r} is not a saved model folder (no config.json); give the local "
                         "folder written by save_pretrained (models are never downloaded)")
     model = AutoModelForSequenceClassification.from_pretrained(folder, local_files_only=True)
     tokenizer = load_tokenizer(folder)
     embeddings = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > embeddings:
-        raise UserError(f"reward_model: the tokenizer in {path!r} has {len(tokenizer)} tokens but the model only "
+        raise UserError(f"{what}: the tokenizer in {path!r} has {len(tokenizer)} tokens but the model only "
                         f"{embeddings} embeddings; save the tokenizer the model was trained with")
     if tokenizer.pad_token is None:
         if tokenizer.eos_token is None:
-            raise UserError(f"reward_model: the tokenizer in {path!r} has neither a pad nor an eos token; "
+            raise UserError(f"{what}: the tokenizer in {path!r} has neither a pad nor an eos token; "
                             "batches need one to pad with (set pad_token and save it again)")
         tokenizer.pad_token = tokenizer.eos_token
-    # Decoder classifiers find the last real token through pad_token_id; without it batches fail.
     if model.config.pad_token_id is None:
         model.config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+@functools.lru_cache(maxsize=2)
+def load_reward_model(path: str, device: str = "auto"):
+    """(model, tokenizer) from a local directory, in eval mode on `device`; cached, so loaded once."""
+    model, tokenizer = load_local_classifier(path, "reward_model")
     # Keep the end of long inputs: the completion is at the end and it is what is being judged.
     tokenizer.truncation_side = "left"
     return model.to(_resolve_device(device)).eval(), tokenizer

@@ -39,6 +39,7 @@ from mlflow.exceptions import MlflowException
 
 from mlgrpo import __version__
 from mlgrpo.errors import UserError
+from mlgrpo.runtime import cache_dir
 from mlgrpo.tracking.outbox import FlushPolicy
 from mlgrpo.tracking.params import safe_tags
 from mlgrpo.tracking.run import RunHandle, finish_open_runs_at_exit, one_line, retrying
@@ -63,11 +64,7 @@ atexit.register(finish_open_runs_at_exit)
 
 def default_outbox_dir() -> Path:
     """$MLGRPO_CACHE/outbox, else $XDG_CACHE_HOME/mlgrpo/outbox, else ~/.cache/mlgrpo/outbox."""
-    root = os.environ.get("MLGRPO_CACHE")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(xdg, "mlgrpo")
-    return Path(root).expanduser() / "outbox"
+    return cache_dir("outbox")
 
 
 def identity_key(identity: Mapping[str, object]) -> str:

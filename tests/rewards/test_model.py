@@ -95,7 +95,7 @@ def test_the_tokenizer_is_loaded_as_saved(model_dir):
 def test_bad_paths_and_labels_fail_at_build_time(model_dir, tmp_path):
     with pytest.raises(UserError, match="has 300 tokens but the model only 100 embeddings"):
         build_reward_functions([RewardSpec("reward_model", params={"path": str(model_dir / "too_small")})])
-    with pytest.raises(UserError, match="is not a saved model directory"):
+    with pytest.raises(UserError, match="is not a saved model folder"):
         build_reward_functions([RewardSpec("reward_model", params={"path": str(tmp_path / "nowhere")})])
     with pytest.raises(UserError, match="label_index 1 is outside the model's 1 output"):
         build_reward_functions([RewardSpec("reward_model", params={"path": str(model_dir), "device": "cpu",
