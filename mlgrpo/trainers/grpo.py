@@ -23,7 +23,7 @@ from accelerate.utils import gather_object
 from torch import Tensor
 from trl import GRPOTrainer
 
-from mlgrpo.algorithms import GroupKeys, compute_advantages, group_stats
+from mlgrpo.algorithms import GROUP_KEYS, GroupKeys, compute_advantages, group_stats
 from mlgrpo.errors import UserError
 from mlgrpo.rewards.language import language_consistency
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
@@ -162,10 +162,8 @@ class MultilingualGRPOTrainer(GRPOTrainer):
         advantages, metrics = self._advantages(rewards, keys, output, local)
         output["advantages"] = advantages
         if self.algorithm.advantage.inter_group_coef > 0:
-            group_fn = self.algorithm.advantage.group_by
-            from mlgrpo.algorithms import GROUP_KEYS
-
-            output[GROUP_COLUMN] = GROUP_KEYS.get(group_fn)(keys, self.algorithm.advantage.grouping)[local]
+            group_key = GROUP_KEYS.get(self.algorithm.advantage.group_by)
+            output[GROUP_COLUMN] = group_key(keys, self.algorithm.advantage.grouping)[local]
         metrics.update(self._language_metrics(rows, rewards, keys))
         if mode == "train" and self._language_sampler is not None and rows.dataset_rows is not None:
             # Every rank calls this with the same gathered values, so their sample orders stay equal.
