@@ -46,30 +46,61 @@ def worker_count(setting, runs: int) -> int:
 def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, seeds=None, dry_run: bool = False,
                    workers=None, stream=None) -> int:
     from mlgrpo.experiments import load_experiment
-    from mlgrpo.tracking import Tracker, resolve_tracking_uri
 
     stream = stream or sys.stderr
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise UserError(
-            "mlgrpo run does not yet run under accelerate launch / torchrun: every rank would schedule every run. "
-            "Run it as a plain command (one run per worker process); the trainers themselves are "
-            "distributed-ready (MultilingualGRPOTrainer under accelerate; see experiments/README.md)"
-        )
+    if world_size() > 1:  # under accelerate launch / torchrun: every rank runs the same runs, together
+        from mlgrpo.experiments.launch import run_distributed
+
+        return run_distributed(path, tracking_uri=tracking_uri, only=only, seeds=seeds, dry_run=dry_run,
+                               stream=stream)
     experiment = load_experiment(path)
     runs = experiment.plan(only=only, seeds=seeds)
     if dry_run:
-        for run in runs:
-            print(f"{run.run_name}  (algorithm {run.algorithm.name}, config {run.config_hash})", file=stream)
-        print(f"{len(runs)} runs; dry run: nothing trained", file=stream)
+        print_plan(runs, stream)
         return 0
+    board = ProgressBoard(len(runs), stream)
+    uri, parent, pending = open_runs(experiment, path, runs, tracking_uri, board, indexed=bool(only or seeds))
+    # Longest runs first (a critic makes a PPO step about twice a GRPO step here), so that the last
+    # worker busy is not one left alone with a long run while the others idle.
+    pending.sort(key=lambda item: item[1].algorithm.name != "ppo")
+    n_workers = worker_count(workers if workers is not None else experiment.run_settings.workers, len(pending))
+    threads = max(1, default_threads() // n_workers)
+    outcomes = _schedule(str(path), pending, uri, output_root(experiment), n_workers, threads, board)
+    return close_parent(parent, outcomes, stream)
+
+
+def world_size() -> int:
+    """Processes in this launch (WORLD_SIZE, set by torchrun and accelerate launch; 1 for a plain command)."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        raise UserError(f"WORLD_SIZE must be a whole number, got {os.environ['WORLD_SIZE']!r}") from None
+
+
+def print_plan(runs, stream) -> None:
+    for run in runs:
+        print(f"{run.run_name}  (algorithm {run.algorithm.name}, config {run.config_hash})", file=stream)
+    print(f"{len(runs)} runs; dry run: nothing trained", file=stream)
+
+
+def output_root(experiment) -> Path:
+    return Path(experiment.run_settings.output_dir or Path("runs") / experiment.name)
+
+
+def open_runs(experiment, path, runs, tracking_uri, board: ProgressBoard, indexed: bool, build=None):
+    """(uri, parent run, [(plan index, run, child run id)] still to do): the store probed (fail fast), tiny
+    models built (by `build`, default: here), a parent run for this invocation and a child run per arm x seed, finished ones skipped."""
+    from mlgrpo.tracking import Tracker, resolve_tracking_uri
+
     uri = resolve_tracking_uri(tracking_uri, experiment.tracking.uri)
     tracker = Tracker.open(uri, experiment.tracking_experiment)
-    _prepare_models(runs, stream)
+    (build or _prepare_models)(runs, board.stream)
     common_tags = {"mlgrpo.version": __version__, "git.commit": git_commit(), "experiment.file": str(path)}
     parent = tracker.start_parent(f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}", common_tags,
-                                  {"runs": len(runs), "arms": ",".join(experiment.arms), "seeds": ",".join(map(str, experiment.seeds))})
+                                  {"runs": len(runs), "arms": ",".join(experiment.arms),
+                                   "seeds": ",".join(map(str, experiment.seeds))})
     parent.log_text(experiment.resolved_yaml(), "experiment.resolved.yaml")
-    board = ProgressBoard(len(runs), stream)
+    full_plan = experiment.plan()
     pending = []
     for index, run in enumerate(runs):
         identity = {"arm": run.arm, "seed": str(run.seed), "config_hash": run.config_hash}
@@ -79,14 +110,12 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
         if state == "finished":
             board.skipped(run.run_name, "finished earlier")
             continue
-        pending.append((experiment.plan().index(run) if only or seeds else index, run, child.run_id))
-    # Longest runs first (a critic makes a PPO step about twice a GRPO step here), so that the last
-    # worker busy is not one left alone with a long run while the others idle.
-    pending.sort(key=lambda item: item[1].algorithm.name != "ppo")
-    output_root = Path(experiment.run_settings.output_dir or Path("runs") / experiment.name)
-    n_workers = worker_count(workers if workers is not None else experiment.run_settings.workers, len(pending))
-    threads = max(1, default_threads() // n_workers)
-    outcomes = _schedule(str(path), pending, uri, output_root, n_workers, threads, board)
+        pending.append((full_plan.index(run) if indexed else index, run, child.run_id))
+    return uri, parent, pending
+
+
+def close_parent(parent, outcomes: list[dict], stream) -> int:
+    """Marks the parent run by its children's outcomes, prints the summary; the exit code."""
     failed = [o for o in outcomes if o["status"] != "FINISHED"]
     parent.finish("FAILED" if any(o["status"] == "FAILED" for o in failed) else ("KILLED" if failed else "FINISHED"))
     _print_summary(outcomes, stream)

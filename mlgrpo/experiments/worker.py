@@ -7,6 +7,9 @@
 
 SIGTERM and SIGINT stop the run at the next step boundary: it saves a checkpoint and is marked KILLED;
 running the experiment again resumes it. Knows nothing about how runs are scheduled or displayed.
+
+Under `accelerate launch` / `torchrun` every rank calls execute_run for the same run: the main process
+(the one given an MLflow run id) tracks, evaluates and reports progress; the other ranks only train.
 """
 
 from __future__ import annotations
@@ -49,10 +52,16 @@ class StopFlag:
 
 
 class StopAtBoundary(TrainerCallback):
+    """Stops at the step boundary after a signal. With several ranks they agree first (any rank's signal
+    stops all of them at the same step): a rank that stopped alone would leave the others waiting forever
+    in the next step's collectives."""
+
     def __init__(self, flag: StopFlag) -> None:
         self.flag = flag
 
     def on_step_end(self, args, state, control, **kwargs):
+        if args.world_size > 1:
+            self.flag.requested = _any_rank(self.flag.requested)
         if self.flag.requested:
             control.should_save = True
             control.should_training_stop = True
@@ -83,15 +92,26 @@ class Evaluate(TrainerCallback):
         return control
 
 
+def _any_rank(value: bool) -> bool:
+    import torch
+    import torch.distributed as dist
+    from accelerate import PartialState
+
+    flag = torch.tensor([float(value)], device=PartialState().device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
 def latest_checkpoint(folder: Path) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
 
     return get_last_checkpoint(str(folder)) if folder.is_dir() else None
 
 
-def execute_run(experiment_path: str, run_index: int, tracking_uri: str, child_run_id: str, run_dir: str,
+def execute_run(experiment_path: str, run_index: int, tracking_uri: str, child_run_id: str | None, run_dir: str,
                 emit=lambda message: None, threads: int = 1) -> RunOutcome:
-    """Train and evaluate run `run_index` of the experiment's plan, logging to the MLflow run `child_run_id`."""
+    """Train and evaluate run `run_index` of the experiment's plan, logging to the MLflow run `child_run_id`
+    (None on the ranks other than the main one of a distributed launch: they train and nothing else)."""
     from mlgrpo.runtime import configure_threads
 
     configure_threads(threads)
@@ -102,15 +122,18 @@ def execute_run(experiment_path: str, run_index: int, tracking_uri: str, child_r
 
     experiment = load_experiment(experiment_path)
     run = experiment.plan()[run_index]
-    tracker = Tracker.open(tracking_uri, experiment.tracking_experiment)
-    handle = tracker.attach(child_run_id)
+    handle = None
+    if child_run_id is not None:
+        handle = Tracker.open(tracking_uri, experiment.tracking_experiment).attach(child_run_id)
     started = time.perf_counter()
     try:
         outcome = _train(experiment, run, handle, Path(run_dir), flag, emit)
     except BaseException as exc:
-        handle.finish("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+        if handle is not None:
+            handle.finish("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
         raise
-    handle.finish(outcome.status)
+    if handle is not None:
+        handle.finish(outcome.status)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -134,8 +157,9 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     guard = RewardGuard(run.rewards.on_bad_reward)
     funcs, weights = build_reward_functions(run.rewards, guard=guard)
     state_file = run_dir / "eval_start.json"
+    main = handle is not None  # the process that tracks and evaluates (the only one, unless distributed)
 
-    reference = _frozen_copy(model)  # KL to the initial policy at every evaluation
+    reference = _frozen_copy(model) if main else None  # KL to the initial policy at every evaluation
     start_report: list = []  # the step-0 report, for "change since step 0" and collapse warnings
 
     def run_eval(step: int) -> dict:
@@ -150,28 +174,32 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
         handle.log_table(report.samples, f"samples/step_{step:06d}.json")
         return report.to_json()
 
-    checkpoint = latest_checkpoint(run_dir / "checkpoints")
-    if checkpoint is None or not state_file.exists():
-        run_dir.mkdir(parents=True, exist_ok=True)
-        _log_data(handle, run, train_records, eval_records, run_dir)
-        state_file.write_text(json.dumps(run_eval(0)), encoding="utf-8")
-    eval_start = json.loads(state_file.read_text(encoding="utf-8"))
-    start_report.append(EvalReport.from_json(eval_start, str(state_file)))
+    checkpoint = latest_checkpoint(run_dir / "checkpoints")  # the same on every rank: a shared folder
+    eval_start = None
+    if main:
+        if checkpoint is None or not state_file.exists():
+            run_dir.mkdir(parents=True, exist_ok=True)
+            _log_data(handle, run, train_records, eval_records, run_dir)
+            state_file.write_text(json.dumps(run_eval(0)), encoding="utf-8")
+        eval_start = json.loads(state_file.read_text(encoding="utf-8"))
+        start_report.append(EvalReport.from_json(eval_start, str(state_file)))
     args = grpo_config(run, str(run_dir / "checkpoints"), reward_weights=weights,
                        save_strategy="steps", save_steps=experiment.run_settings.checkpoint_every, save_total_limit=1)
     trainer = TRAINERS[run.algorithm.name](
         model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(train_records),
         processing_class=tokenizer, algorithm=run.algorithm, sampler=run.sampler, reward_guard=guard,
         peft_config=_lora(run.model.lora),
-        callbacks=[TrackingCallback(handle, languages), Evaluate(run_eval, ev.every_steps), Progress(run.run_name, emit),
-                   StopAtBoundary(flag)],
+        callbacks=[StopAtBoundary(flag)] + ([TrackingCallback(handle, languages), Evaluate(run_eval, ev.every_steps),
+                                             Progress(run.run_name, emit)] if main else []),
     )
     _quiet(trainer)
     trainer.train(resume_from_checkpoint=checkpoint)
     if flag.requested:
         return RunOutcome(run.run_name, "KILLED", 0.0, eval_start, None, f"stopped by {flag.signal_name}")
+    trainer.save_model(str(run_dir / "final"))  # every rank: saving is collective under DeepSpeed / FSDP
+    if not main:
+        return RunOutcome(run.run_name, "FINISHED", 0.0, None, None)
     eval_end = run_eval(trainer.state.global_step)
-    trainer.save_model(str(run_dir / "final"))
     handle.flush()
     log_language_plots(handle, PLOTTED)
     return RunOutcome(run.run_name, "FINISHED", 0.0, eval_start, eval_end)
@@ -217,7 +245,7 @@ def _quiet(trainer) -> None:
         trainer.remove_callback(callback)
 
 
-def _quiet_libraries() -> None:
+def quiet_libraries() -> None:
     import warnings
 
     from transformers.utils import logging as hf_logging

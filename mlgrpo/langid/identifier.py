@@ -109,16 +109,27 @@ class LanguageIdentifier:
         return LangGuess(language, float(confidence))
 
     def _is_mixed(self, text: str, language: str) -> bool:
-        """True when parts holding MIXED_SHARE of the letters are, by the backend, not `language`."""
+        """True when parts holding MIXED_SHARE of the letters are, by the backend, not `language`.
+
+        Parts are asked largest first, and no further once the answer is settled either way (each
+        costs a backend call: most texts with two sentences are settled by the first).
+        """
         pieces = parts(text, MIN_PART_WEIGHT)
         if len(pieces) < 2:
             return False
+        needed = MIXED_SHARE * letter_weight(text)
+        unasked = sum(weight for _, weight in pieces)
         foreign = 0
-        for piece, weight in pieces:
+        for piece, weight in sorted(pieces, key=lambda pw: -pw[1]):
+            if foreign + unasked < needed:  # even if every part left is foreign
+                return False
+            unasked -= weight
             scores = self.backend.scores(Sample(piece), self.candidates)
             if scores and dict(scores).get(language, 0.0) < FOREIGN_BELOW:
                 foreign += weight
-        return foreign >= MIXED_SHARE * letter_weight(text)
+                if foreign >= needed:
+                    return True
+        return False
 
 
 @functools.lru_cache(maxsize=32)

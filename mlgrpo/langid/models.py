@@ -58,8 +58,10 @@ def fasttext_model():
 
 
 @functools.cache
-def _fasttext_code(label: str) -> str | None:
-    return canonical(label.removeprefix("__label__"))
+def _fasttext_codes() -> dict[str, str | None]:
+    """Each of the model's 176 labels ("__label__en") -> its ISO 639-1 code, or None."""
+    predictions = fasttext_model().f.predict("\n", -1, -1.0, "strict")
+    return {label: canonical(label.removeprefix("__label__")) for _, label in predictions}
 
 
 def fasttext_masses(text: str, k: int | None = None) -> dict[str, float]:
@@ -72,10 +74,11 @@ def fasttext_masses(text: str, k: int | None = None) -> dict[str, float]:
     # The pybind call itself: the Python wrapper's checks and zip cost ~15% of a short text's time.
     predictions = fasttext_model().f.predict(text.replace("\n", " ") + "\n", k, -1.0, "strict")
     masses: dict[str, float] = {}
+    codes = _fasttext_codes()  # a dict, not a cached function per label: ~1 us less per text
     for p, label in predictions:
-        code = _fasttext_code(label)
+        code = codes[label]
         if code is not None:
-            masses[code] = masses.get(code, 0.0) + min(float(p), 1.0)
+            masses[code] = masses.get(code, 0.0) + (p if p < 1.0 else 1.0)  # capped at 1 (rounding)
     return masses
 
 

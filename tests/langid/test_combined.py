@@ -67,3 +67,29 @@ def test_script_and_default_backends_can_answer_every_known_code():
     # (no known code that no model answers; test_codes checks that no model label is unknown).
     assert BACKENDS["script"].languages() == BACKENDS["default"].languages() == KNOWN_CODES
     assert fasttext_languages() | lingua_languages() | langdetect_languages() == KNOWN_CODES
+
+
+def test_lingua_is_asked_unless_fasttext_is_practically_certain_where_it_compares_few_languages(monkeypatch):
+    from mlgrpo.langid import combined
+    from mlgrpo.langid.registry import Sample
+
+    asked = []
+
+    def lingua(sample, codes):
+        asked.append(codes)
+        return [("ur", 0.9), ("fa", 0.1)]
+
+    monkeypatch.setattr(combined, "lingua_scores", lingua)
+    # fastText 0.95 Persian among [fa, ur]: sure by FASTTEXT_SURE, not by FASTTEXT_SURE_FEW.
+    monkeypatch.setattr(combined, "fasttext_masses", lambda text: {"fa": 0.95, "ur": 0.05})
+    scores = combined.default_scores(Sample("انگریزی"), frozenset({"fa", "ur"}))
+    assert asked == [frozenset({"fa", "ur"})] and scores[0][0] == "ur"
+    # Practically certain: fastText's answer stands.
+    monkeypatch.setattr(combined, "fasttext_masses", lambda text: {"fa": 0.9995, "ur": 0.0005})
+    assert combined.default_scores(Sample("انگریزی"), frozenset({"fa", "ur"}))[0][0] == "fa"
+    assert len(asked) == 1
+    # Eleven Latin-script candidates: lingua is dear there, and 0.95 is sure enough.
+    latin = frozenset("de en es fr id it pl pt sw tr vi".split())
+    monkeypatch.setattr(combined, "fasttext_masses", lambda text: {"de": 0.95, "en": 0.05})
+    assert combined.default_scores(Sample("Guten Tag"), latin)[0] == ("de", pytest.approx(0.95))
+    assert len(asked) == 1

@@ -52,6 +52,29 @@ def test_mixed_languages_are_und_but_foreign_terms_are_not(identifier):
     assert identifier.identify(text).language == "de"
 
 
+def test_the_mixed_check_asks_parts_largest_first_and_stops_once_settled():
+    from mlgrpo.langid.registry import Backend
+
+    asked = []
+
+    def scores(sample, candidates):  # Cyrillic only: Russian; anything with Latin letters: English
+        asked.append(sample.text)
+        cyrillic_only = not any("a" <= ch.lower() <= "z" for ch in sample.text)
+        return [("ru", 1.0)] if cyrillic_only else [("en", 1.0)]
+
+    identifier = LanguageIdentifier(["en", "ru"], min_confidence=0.0)
+    identifier.backend = Backend("fake", "test double", lambda: frozenset({"en", "ru"}), scores)
+    # The long English part agrees; the short one left (13 of 65 letters) cannot reach 40%: not asked.
+    text = "This is a rather long English sentence about the weather today. And a short one."
+    assert identifier.identify(text).language == "en"
+    assert asked == [text, "This is a rather long English sentence about the weather today."]
+    # The long Russian part alone is over 40% of the letters: mixed, the English part not asked.
+    asked.clear()
+    text = "Это довольно длинное русское предложение о погоде сегодня. Short English words."
+    assert identifier.identify(text).language == "und"
+    assert asked == [text, "Это довольно длинное русское предложение о погоде сегодня."]
+
+
 def test_low_confidence_is_und_at_the_threshold_and_a_language_below_it():
     # A three-letter name: the backends spread their probability over several languages.
     loose = LanguageIdentifier(EUROPEAN, min_confidence=0.0).identify("Mali")
