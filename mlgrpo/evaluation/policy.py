@@ -229,5 +229,14 @@ def _report(records, text, rows, sampled, k, started, settings) -> EvalReport:
     return EvalReport.build(
         per_language, directions, samples=sample_rows(records, text.predictions, rows, picked, sampled, k),
         not_measured=not_measured, tokenizers=text.tokenizers, seconds=time.perf_counter() - started,
-        notes=text.notes, rows={lang: len(r) for lang, r in groups.items()}, settings=settings)
+        notes=text.notes, rows={lang: len(r) for lang, r in groups.items()}, settings=settings,
+        items=item_scores(records, rows))
+
+
+def item_scores(records: Sequence[dict], rows: dict[str, list[float | None]]) -> dict[str, list]:
+    """Every row's id (its position when it has none), language and per-row scores, column-wise."""
+    items: dict[str, list] = {"id": [str(r.get("id", i)) for i, r in enumerate(records)],
+                              "language": [language_of(r) for r in records]}
+    items.update({name: list(values) for name, values in rows.items()})
+    return items
 

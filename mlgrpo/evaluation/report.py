@@ -73,6 +73,10 @@ class EvalReport:
     rows: dict[str, int] = field(default_factory=dict)  # language -> rows evaluated
     directions: dict[str, str | None] = field(default_factory=dict)  # metric -> "higher"/"lower"/None
     settings: dict[str, Any] = field(default_factory=dict)  # how it was measured (max_new_tokens, ...)
+    # Per-row scores, column-wise: {"id": [...], "language": [...], "<metric>": [score or None, ...]}: what
+    # a comparison report bootstraps over (prompts paired across arms by id). Corpus-level metrics (chrF,
+    # BLEU over a language's set) have no per-row score; their sentence-level rewards do.
+    items: dict[str, list] = field(default_factory=dict)
 
     @classmethod
     def build(cls, per_language: dict[str, dict[str, float]], directions: dict[str, str | None],

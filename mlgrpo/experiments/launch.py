@@ -71,7 +71,7 @@ def run_distributed(path: str, *, tracking_uri: str | None, only, seeds, dry_run
             break
     if not main:
         return 0
-    return close_parent(parent, outcomes, stream)
+    return close_parent(parent, outcomes, stream, report=(str(path), todo["uri"]))
 
 
 def _from_main(value):

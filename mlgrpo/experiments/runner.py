@@ -66,7 +66,7 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
     n_workers = worker_count(workers if workers is not None else experiment.run_settings.workers, len(pending))
     threads = max(1, default_threads() // n_workers)
     outcomes = _schedule(str(path), pending, uri, output_root(experiment), n_workers, threads, board)
-    return close_parent(parent, outcomes, stream)
+    return close_parent(parent, outcomes, stream, report=(str(path), uri))
 
 
 def world_size() -> int:
@@ -75,6 +75,24 @@ def world_size() -> int:
         return int(os.environ.get("WORLD_SIZE", "1"))
     except ValueError:
         raise UserError(f"WORLD_SIZE must be a whole number, got {os.environ['WORLD_SIZE']!r}") from None
+
+
+def system_tags() -> dict[str, str]:
+    """Hardware and library versions, for the report's setup section."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    tags = {"system.cpus": str(os.cpu_count()), "system.world_size": str(world_size()),
+            "system.platform": platform.platform(terse=True), "system.python": platform.python_version(),
+            "system.gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}
+    for package in ("torch", "transformers", "trl", "accelerate", "peft", "mlflow"):
+        try:
+            tags[f"versions.{package}"] = version(package)
+        except PackageNotFoundError:
+            tags[f"versions.{package}"] = "not installed"
+    return tags
 
 
 def print_plan(runs, stream) -> None:
@@ -95,7 +113,8 @@ def open_runs(experiment, path, runs, tracking_uri, board: ProgressBoard, indexe
     uri = resolve_tracking_uri(tracking_uri, experiment.tracking.uri)
     tracker = Tracker.open(uri, experiment.tracking_experiment)
     (build or _prepare_models)(runs, board.stream)
-    common_tags = {"mlgrpo.version": __version__, "git.commit": git_commit(), "experiment.file": str(path)}
+    common_tags = {"mlgrpo.version": __version__, "git.commit": git_commit(), "experiment.file": str(path),
+                   **system_tags()}
     parent = tracker.start_parent(f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}", common_tags,
                                   {"runs": len(runs), "arms": ",".join(experiment.arms),
                                    "seeds": ",".join(map(str, experiment.seeds))})
@@ -114,12 +133,34 @@ def open_runs(experiment, path, runs, tracking_uri, board: ProgressBoard, indexe
     return uri, parent, pending
 
 
-def close_parent(parent, outcomes: list[dict], stream) -> int:
-    """Marks the parent run by its children's outcomes, prints the summary; the exit code."""
+def close_parent(parent, outcomes: list[dict], stream, report: tuple[str, str] | None = None) -> int:
+    """Prints the summary, writes the comparison report (from MLflow, logged as the parent run's "report"
+    artifact) when `report` = (experiment file, tracking URI) is given, marks the parent run by its
+    children's outcomes; the exit code."""
     failed = [o for o in outcomes if o["status"] != "FINISHED"]
-    parent.finish("FAILED" if any(o["status"] == "FAILED" for o in failed) else ("KILLED" if failed else "FINISHED"))
     _print_summary(outcomes, stream)
+    if report is not None and not any(o["status"] == "KILLED" for o in failed):
+        write_and_log_report(parent, *report, stream)
+    parent.finish("FAILED" if any(o["status"] == "FAILED" for o in failed) else ("KILLED" if failed else "FINISHED"))
     return 130 if any(o["status"] == "KILLED" for o in failed) else (1 if failed else 0)
+
+
+def write_and_log_report(parent, path: str, uri: str, stream) -> None:
+    """The comparison report of every run so far; a report that cannot be written is said, not fatal:
+    the training is done and tracked, and `mlgrpo report` can write it later."""
+    from mlgrpo.reports.build import write_report
+
+    print("writing the comparison report ...", file=stream, flush=True)
+    try:
+        parent.flush()
+        files = write_report(path, tracking_uri=uri)
+    except Exception as exc:  # noqa: BLE001 - the runs are safe in MLflow whatever went wrong here
+        why = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        print(f"report not written: {why}; run `mlgrpo report {path}` later", file=stream, flush=True)
+        return
+    parent.log_artifact(files.folder, "report")
+    print(f"report: {files.html} (and report.md, figures, tables; also in MLflow as the parent run's "
+          f"'report' artifact)", file=stream, flush=True)
 
 
 def _prepare_models(runs, stream) -> None:

@@ -172,6 +172,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
             metrics.update(collapse_warnings(start_report[0], report))
         handle.log_metrics(metrics, step=step)
         handle.log_table(report.samples, f"samples/step_{step:06d}.json")
+        handle.log_dict(report.items, f"{ITEMS_FOLDER}/step_{step:06d}.json")
         return report.to_json()
 
     checkpoint = latest_checkpoint(run_dir / "checkpoints")  # the same on every rank: a shared folder
@@ -204,6 +205,9 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     log_language_plots(handle, PLOTTED)
     return RunOutcome(run.run_name, "FINISHED", 0.0, eval_start, eval_end)
 
+
+# Per-prompt scores of each evaluation (EvalReport.items), read by `mlgrpo report`.
+ITEMS_FOLDER = "eval_items"
 
 # Metric families drawn as one line per language at the end of a run (PNG artifacts under plots/).
 PLOTTED = ("train/reward", "train/language_consistency", "train/adv/mean", "eval/exact_match", "eval/chrf",

@@ -56,6 +56,12 @@ def test_run_on_the_default_local_store_then_skip_on_rerun(tmp_path):
     assert (tmp_path / "mlflow.db").exists()  # MLflow's default store, in the working directory
     for arm in ("ppo", "grpo"):
         assert (tmp_path / "runs" / "trimmed-quickstart" / f"{arm}-seed0" / "final" / "model.safetensors").exists()
+    # the comparison report, written at the end and logged on the parent run
+    assert (tmp_path / "reports" / "trimmed-quickstart" / "report.html").is_file()
+    client, runs = runs_of(f"sqlite:///{tmp_path}/mlflow.db", "trimmed-quickstart")
+    parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    logged = [a.path for a in client.list_artifacts(parent.info.run_id, "report")]
+    assert "report/report.html" in logged and "report/report.md" in logged
     check_layout(f"sqlite:///{tmp_path}/mlflow.db")
     again = mlgrpo("run", "trimmed.yaml", cwd=tmp_path)
     assert again.returncode == 0 and again.stderr.count("skipped (finished earlier)") == 2

@@ -1,0 +1,231 @@
+"""The report's tables, as DataFrames computed from a Comparison (no rendering, no MLflow).
+
+    final_table       per metric, language (+ macro / worst / gap) and arm: mean and 95% CI
+    paired_table      per metric, language and pair of arms: difference, CI, p, Holm-adjusted p, verdict
+    stability_table   per arm: volatility of reward and loss, non-finite and zero-std counts, collapse flags
+    convergence_table per arm: steps and samples to 90% of the way from the start to the final reward
+    cost_table        per arm: samples/s, tokens/s, peak memory, wall time, and each arm / baseline ratios
+
+CIs: stats.bootstrap_ci over prompts and seeds (seeds only where a metric has no per-prompt score).
+Holm's correction runs over the languages of one metric and one pair of arms (the family a reader
+scans); macro / worst / gap rows keep their own bootstrap p-value and are marked as such.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from mlgrpo.reports import stats
+from mlgrpo.reports.aggregate import aggregate_differences, aggregate_intervals
+from mlgrpo.reports.collect import Comparison
+from mlgrpo.tracking.names import LOWER, direction
+
+N_BOOT = 2000
+
+
+def baseline_arm(comp: Comparison) -> str | None:
+    """The arm others are compared against: one whose algorithm is PPO, else the first arm."""
+    for arm in comp.arms:
+        if any(run.tags.get("algorithm") == "ppo" for run in comp.runs[arm].values()):
+            return arm
+    return comp.arms[0] if comp.arms else None
+
+
+def pairs(comp: Comparison) -> list[tuple[str, str]]:
+    base = baseline_arm(comp)
+    return [(arm, base) for arm in comp.arms if arm != base]
+
+
+def _ci_kind(interval: stats.Interval, per_prompt: bool) -> str:
+    if interval.n_seeds == 0:
+        return "no data"
+    if not per_prompt:
+        return "seeds" if interval.seeds_resampled else "unavailable (1 seed, no per-prompt scores)"
+    return "prompts x seeds" if interval.seeds_resampled else "prompts only (1 seed)"
+
+
+def final_table(comp: Comparison, metrics: list[str]) -> pd.DataFrame:
+    rows = []
+    for metric in metrics:
+        lower = direction(metric) == LOWER
+        for arm in comp.arms:
+            arrays, per_prompt = [], []
+            for lang in comp.languages:
+                x = comp.scores(arm, metric, lang)
+                per_prompt.append(bool(comp.item_ids(metric, lang)))
+                arrays.append(x)
+                ci = stats.bootstrap_ci(x, n_boot=N_BOOT, seed=0)
+                rows.append(_final_row(metric, lang, arm, ci, _ci_kind(ci, per_prompt[-1])))
+            if len(comp.languages) > 1:
+                for row, ci in aggregate_intervals(arrays, lower, n_boot=N_BOOT, seed=0).items():
+                    rows.append(_final_row(metric, row, arm, ci, _ci_kind(ci, all(per_prompt))))
+    return pd.DataFrame(rows, columns=["metric", "language", "arm", "mean", "low", "high", "seeds", "prompts", "ci"])
+
+
+def _final_row(metric, language, arm, ci: stats.Interval, kind: str) -> dict:
+    unavailable = kind.startswith("unavailable") or kind == "no data"
+    return {"metric": metric, "language": language, "arm": arm, "mean": ci.mean,
+            "low": math.nan if unavailable else ci.low, "high": math.nan if unavailable else ci.high,
+            "seeds": ci.n_seeds, "prompts": ci.n_items if kind.startswith("prompts") else 0, "ci": kind}
+
+
+def paired_table(comp: Comparison, metrics: list[str], alpha: float = 0.05) -> pd.DataFrame:
+    rows = []
+    for metric in metrics:
+        lower = direction(metric) == LOWER
+        for a, b in pairs(comp):
+            family, arrays_a, arrays_b = [], [], []
+            for lang in comp.languages:
+                ids = comp.item_ids(metric, lang)
+                xa, xb = comp.scores(a, metric, lang, ids), comp.scores(b, metric, lang, ids)
+                arrays_a.append(xa)
+                arrays_b.append(xb)
+                family.append((lang, stats.paired_difference(xa, xb, n_boot=N_BOOT, seed=0)))
+            adjusted = stats.holm([d.p_value for _, d in family])
+            for (lang, diff), p_holm in zip(family, adjusted):
+                rows.append(_pair_row(metric, lang, a, b, diff, float(p_holm), "holm", lower, alpha))
+            if len(comp.languages) > 1:
+                for row, diff in aggregate_differences(arrays_a, arrays_b, lower, n_boot=N_BOOT, seed=0).items():
+                    # gap: smaller is better whatever the metric's direction
+                    rows.append(_pair_row(metric, row, a, b, diff, diff.p_value, "bootstrap", lower or row == "gap",
+                                          alpha))
+    return pd.DataFrame(rows, columns=["metric", "language", "arm", "vs", "difference", "low", "high", "p",
+                                       "p_adjusted", "adjustment", "pairs", "verdict"])
+
+
+def _pair_row(metric, language, a, b, diff: stats.Difference, p_adjusted, adjustment, lower, alpha) -> dict:
+    verdict = stats.verdict(diff, alpha=alpha, adjusted_p=p_adjusted, higher_is_better=not lower)
+    return {"metric": metric, "language": language, "arm": a, "vs": b, "difference": diff.mean, "low": diff.low,
+            "high": diff.high, "p": diff.p_value, "p_adjusted": p_adjusted, "adjustment": adjustment,
+            "pairs": diff.n_pairs, "verdict": verdict}
+
+
+def _seed_values(comp: Comparison, arm: str, summary) -> list[float]:
+    return [summary(run) for run in comp.runs[arm].values()]
+
+
+def _mean(values) -> float:
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return float(np.mean(values)) if values else math.nan
+
+
+def reward_key(comp: Comparison) -> str:
+    for key in ("train/reward/macro", "train/reward/all", "train/reward"):
+        if comp.has_metric(key):
+            return key
+    return "train/reward/macro"
+
+
+def stability_table(comp: Comparison) -> pd.DataFrame:
+    key = reward_key(comp)
+    rows = []
+    for arm in comp.arms:
+        def history(run, name):
+            return np.array([v for _, v in run.history.get(name, [])], dtype=float)
+
+        nonfinite = sum(stats.count_nonfinite(history(run, k)) for run in comp.runs[arm].values()
+                        for k in run.history if k.startswith("train/"))
+        rows.append({
+            "arm": arm,
+            "reward volatility": _mean(_seed_values(comp, arm, lambda r: stats.volatility(history(r, key)))),
+            "loss volatility": _mean(_seed_values(comp, arm, lambda r: stats.volatility(history(r, "train/loss")))),
+            "non-finite values logged": nonfinite,
+            "non-finite loss steps skipped": sum(int(r.metrics.get("train/nonfinite_loss_steps", 0) or 0)
+                                                 for r in comp.runs[arm].values()),
+            "non-finite rewards": sum(int(r.metrics.get("train/adv/nonfinite_rewards", 0) or 0)
+                                      for r in comp.runs[arm].values()),
+            "zero-std groups (mean share)": _mean(_seed_values(
+                comp, arm, lambda r: float(np.nanmean(history(r, "train/frac_reward_zero_std")))
+                if r.history.get("train/frac_reward_zero_std") else math.nan)),
+            "collapse flags (last eval)": sum(int(v == 1.0) for r in comp.runs[arm].values()
+                                              for k, v in r.metrics.items() if k.startswith("eval/collapse/")),
+        })
+    return pd.DataFrame(rows)
+
+
+def samples_per_step(run) -> float:
+    """Completions per optimizer step: per-device batch x accumulation x processes (system.world_size tag)."""
+    def number(key, default):
+        try:
+            return float(run.params.get(key, default))
+        except ValueError:
+            return float(default)
+
+    try:
+        world = float(run.tags.get("system.world_size", 1))
+    except ValueError:
+        world = 1.0
+    return number("training.per_device_train_batch_size", 8) * number("training.gradient_accumulation_steps", 1) * world
+
+
+def convergence_table(comp: Comparison, fraction: float = 0.9) -> pd.DataFrame:
+    key = reward_key(comp)
+    rows = []
+    for arm in comp.arms:
+        steps_needed, samples_needed, finals = [], [], []
+        for run in comp.runs[arm].values():
+            points = run.history.get(key, [])
+            if not points:
+                continue
+            steps = np.array([s for s, _ in points], dtype=float)
+            values = np.array([v for _, v in points], dtype=float)
+            reached = stats.steps_to_fraction(steps, values, fraction=fraction)
+            finals.append(float(np.nanmean(values[-3:])))
+            if reached is not None:
+                steps_needed.append(float(reached))
+                samples_needed.append(float(reached) * samples_per_step(run))
+        rows.append({"arm": arm, "metric": key, "final (mean of last 3 steps)": _mean(finals),
+                     f"steps to {fraction:.0%}": _mean(steps_needed), f"samples to {fraction:.0%}": _mean(samples_needed),
+                     "seeds": len(steps_needed)})
+    return pd.DataFrame(rows)
+
+
+COST_COLUMNS = {"samples/s": "system/samples_per_sec", "tokens/s": "system/tokens_per_sec",
+                "peak memory (MB)": "system/peak_memory_mb"}
+
+
+def wall_seconds(run) -> float:
+    """Training time of a run: the Trainer's own runtime (what it logged at the end), else the MLflow run's
+    start to end, which also counts evaluations and any wait for a free worker."""
+    runtime = run.metrics.get("train/summary/runtime")
+    if runtime is not None and math.isfinite(runtime):
+        return float(runtime)
+    return (run.end_ms - run.start_ms) / 1000.0 if run.end_ms and run.start_ms else math.nan
+
+
+def cost_table(comp: Comparison) -> pd.DataFrame:
+    rows = []
+    for arm in comp.arms:
+        row = {"arm": arm}
+        for column, key in COST_COLUMNS.items():
+            row[column] = _mean(_seed_values(comp, arm, lambda r, k=key: r.metrics.get(k)))
+        row["wall time (s)"] = _mean(_seed_values(comp, arm, wall_seconds))
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    base = baseline_arm(comp)
+    if base is not None and len(comp.arms) > 1:
+        reference = frame.set_index("arm").loc[base]
+        for arm in comp.arms:
+            if arm == base:
+                continue
+            ratio = {"arm": f"{arm} / {base}"}
+            for column in list(COST_COLUMNS) + ["wall time (s)"]:
+                value, ref = frame.set_index("arm").loc[arm, column], reference[column]
+                ratio[column] = value / ref if ref and not math.isnan(ref) else math.nan
+            frame = pd.concat([frame, pd.DataFrame([ratio])], ignore_index=True)
+    return frame
+
+
+def differences_table(comp: Comparison) -> pd.DataFrame:
+    """The settings (params) whose value differs between arms, one column per arm (its first seed's run)."""
+    first = {arm: next(iter(comp.runs[arm].values())) for arm in comp.arms if comp.runs[arm]}
+    keys = sorted({k for run in first.values() for k in run.params})
+    rows = []
+    for key in keys:
+        values = {arm: run.params.get(key, "(not set)") for arm, run in first.items()}
+        if len(set(values.values())) > 1:
+            rows.append({"setting": key, **values})
+    return pd.DataFrame(rows, columns=["setting", *first])
