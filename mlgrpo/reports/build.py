@@ -153,6 +153,12 @@ def _setup(comp: Comparison) -> list[str]:
                      if k.endswith((".import", ".function", ".path")) and v not in ("null", "")})
     if custom:
         out.append("Code or models named by the configuration (imported/loaded): " + ", ".join(custom))
+    for path, value in sorted(comp.run_list()[0].artifacts.items()):
+        if path.endswith("languages.json") and isinstance(value, dict) and isinstance(value.get("languages"), dict):
+            counts = value["languages"]
+            total = sum(counts.values()) or 1
+            shares = ", ".join(f"{lang} {n} ({n / total:.0%})" for lang, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+            out.append(f"Language distribution, {value.get('dataset', path)} data ({value.get('rows', total)} rows): {shares}")
     for path, text in (comp.run_list()[0].artifacts.items()):
         if path.endswith("_card.md") and isinstance(text, str):
             first = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
@@ -185,6 +191,21 @@ def _figures(comp: Comparison, final: pd.DataFrame, headline: list[str], folder:
             name = f"figures/{prefix.replace('/', '_')}.png"
             draw.curves_figure(panels, label, label, folder / name, arm_order=comp.arms)
             curves.append(Figure(name, f"{label} per language"))
+    panels = {}
+    for lang in comp.languages:  # the training reward against completions drawn, for arms of different batch sizes
+        per_arm = {}
+        for arm in comp.arms:
+            steps, values = comp.curve(arm, f"train/reward/{lang}")
+            if len(steps) and comp.runs[arm]:
+                band = curve_band(values)
+                per_step = analysis.samples_per_step(next(iter(comp.runs[arm].values())))
+                per_arm[arm] = (steps * per_step, band.mean, band.low, band.high)
+        if per_arm:
+            panels[lang] = per_arm
+    if panels:
+        draw.curves_figure(panels, "reward (train) vs samples", "reward (train)", folder / "figures/train_reward_samples.png",
+                           xlabel="completions drawn", arm_order=comp.arms)
+        curves.append(Figure("figures/train_reward_samples.png", "reward (train) per language vs completions drawn"))
     scalar = {}
     for key, label in SCALAR_CURVES:
         per_arm = {}
