@@ -72,3 +72,37 @@ def mlflow_server() -> LiveServer:
     live = _STARTED[-1] if _STARTED else _launch()
     live.server.wait_ready(timeout_s=120)
     return live
+
+
+class Reliability:
+    """What a fault or bad-input test tried and how it ended, for reports/reliability.md.
+
+    `python -m bench.reliability` runs the suite with MLGRPO_RELIABILITY_LOG set and tabulates these
+    records; without it, `record` only checks its arguments (the tests' own asserts decide pass/fail).
+    """
+
+    CATEGORIES = ("fault", "bad input: experiment file", "bad input: data file", "bad input: CLI", "security",
+                  "load")
+
+    def __init__(self, test: str) -> None:
+        self.test = test
+
+    def record(self, category: str, what: str, outcome: str, *, tried: int = 1, refused: int = 0,
+               rows_in: int = 0, rows_lost: int = 0, **figures) -> None:
+        """outcome: "survived" (fault), "refused" (bad input), "passed" (security, load) or "failed"."""
+        import json
+
+        if category not in self.CATEGORIES:
+            raise ValueError(f"unknown reliability category {category!r}; use one of {self.CATEGORIES}")
+        log = os.environ.get("MLGRPO_RELIABILITY_LOG")
+        if not log:
+            return
+        entry = {"test": self.test, "category": category, "what": what, "outcome": outcome, "tried": tried,
+                 "refused": refused, "rows_in": rows_in, "rows_lost": rows_lost, **figures}
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+
+
+@pytest.fixture
+def reliability(request) -> Reliability:
+    return Reliability(request.node.nodeid)

@@ -19,7 +19,7 @@ import time
 
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.progress import ProgressBoard
-from mlgrpo.experiments.runner import close_parent, open_runs, output_root, print_plan
+from mlgrpo.experiments.runner import check_output, close_parent, open_runs, output_root, print_plan
 from mlgrpo.runtime import default_threads
 
 
@@ -45,6 +45,7 @@ def run_distributed(path: str, *, tracking_uri: str | None, only, seeds, dry_run
     parent, todo = None, None
     if main:
         try:
+            check_output(output_root(experiment), experiment.run_settings.min_free_mb)
             uri, parent, pending = open_runs(experiment, path, runs, tracking_uri, board,
                                              indexed=bool(only or seeds), build=_build_apart)
             todo = {"uri": uri, "runs": [(index, run.run_name, run_id) for index, run, run_id in pending]}

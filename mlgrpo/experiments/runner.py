@@ -58,6 +58,7 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
     if dry_run:
         print_plan(runs, stream)
         return 0
+    check_output(output_root(experiment), experiment.run_settings.min_free_mb)
     board = ProgressBoard(len(runs), stream)
     uri, parent, pending = open_runs(experiment, path, runs, tracking_uri, board, indexed=bool(only or seeds))
     # Longest runs first (a critic makes a PPO step about twice a GRPO step here), so that the last
@@ -65,8 +66,16 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
     pending.sort(key=lambda item: item[1].algorithm.name != "ppo")
     n_workers = worker_count(workers if workers is not None else experiment.run_settings.workers, len(pending))
     threads = max(1, default_threads() // n_workers)
-    outcomes = _schedule(str(path), pending, uri, output_root(experiment), n_workers, threads, board)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops as cleanly as Ctrl-C
+    try:
+        outcomes = _schedule(str(path), pending, uri, output_root(experiment), n_workers, threads, board)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return close_parent(parent, outcomes, stream, report=(str(path), uri))
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def world_size() -> int:
@@ -99,6 +108,24 @@ def print_plan(runs, stream) -> None:
     for run in runs:
         print(f"{run.run_name}  (algorithm {run.algorithm.name}, config {run.config_hash})", file=stream)
     print(f"{len(runs)} runs; dry run: nothing trained", file=stream)
+
+
+def check_output(folder: Path, min_free_mb: int) -> None:
+    """Before anything is created: the run folder can be written, and its disk has room (a UserError if not)."""
+    import shutil
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".mlgrpo-write-check-"):
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot write run outputs to {folder}: {exc.strerror or exc}; set run.output_dir to a "
+                        "writable folder") from None
+    free_mb = shutil.disk_usage(folder).free / 2**20
+    if free_mb < min_free_mb:
+        raise UserError(f"only {free_mb:.0f} MB free on the disk of {folder}, and run.min_free_mb is {min_free_mb}: "
+                        "free some space, point run.output_dir elsewhere, or lower run.min_free_mb")
 
 
 def output_root(experiment) -> Path:
@@ -191,18 +218,25 @@ def _schedule(path, pending, uri, output_root: Path, n_workers: int, threads: in
                     _drain(messages, board, active, outcomes, timeout=0.5)
                     if name in active:  # died without a word: a crash, or killed from outside
                         active.pop(name)
-                        _mark_failed(uri, path, run_id)
+                        _mark(uri, path, run_id, "FAILED")
                         outcomes.append({"run": name, "status": "FAILED", "seconds": time.perf_counter() - started,
                                          "message": f"worker exited with code {process.exitcode}"})
                         board.finished(name, "FAILED", time.perf_counter() - started)
     except KeyboardInterrupt:
-        # Workers got the same SIGINT (one process group): each stops at a step boundary, saves and
-        # marks its run KILLED. Wait for them, so that nothing is left half-written.
+        # Ctrl-C reached the workers too (one process group); a SIGTERM sent to this process alone (a
+        # scheduler, `kill PID`) did not: pass it on. Each worker stops at a step boundary, saves and marks
+        # its run KILLED (worker.StopFlag). Wait for them, so that nothing is left half-written.
         print("interrupted: stopping runs at the next step boundary ...", file=board.stream, flush=True)
+        for process, _, _ in active.values():
+            if process.is_alive():
+                process.terminate()
         for process, _, _ in active.values():
             process.join()
         _drain(messages, board, active, outcomes, timeout=0.5)
         outcomes += [{"run": n, "status": "KILLED", "seconds": 0.0, "message": "interrupted"} for n in active]
+        for _, run, run_id in waiting:  # created for this invocation, never started: not left RUNNING
+            _mark(uri, path, run_id, "KILLED")
+            outcomes.append({"run": run.run_name, "status": "KILLED", "seconds": 0.0, "message": "not started"})
     return outcomes
 
 
@@ -223,11 +257,11 @@ def _drain(messages, board, active, outcomes, timeout: float) -> None:
             board.update(message)
 
 
-def _mark_failed(uri: str, path: str, run_id: str) -> None:
+def _mark(uri: str, path: str, run_id: str, status: str) -> None:
     from mlgrpo.experiments import load_experiment
     from mlgrpo.tracking import Tracker
 
-    Tracker.open(uri, load_experiment(path).tracking_experiment).attach(run_id).finish("FAILED")
+    Tracker.open(uri, load_experiment(path).tracking_experiment).attach(run_id).finish(status)
 
 
 def _die_with_parent() -> None:

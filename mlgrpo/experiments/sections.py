@@ -224,8 +224,13 @@ class RunSettings:
     workers: int | str = "auto"
     # Save a checkpoint every this many steps, so that an interrupted run resumes.
     checkpoint_every: int = 50
+    # Refuse to start when output_dir's filesystem has less free space than this (MB): a disk that fills
+    # mid-run loses the checkpoint being written. 0 turns the check off.
+    min_free_mb: int = 200
 
     def __post_init__(self) -> None:
+        if self.min_free_mb < 0:
+            raise FieldError("min_free_mb", f"must be >= 0 (MB), got {self.min_free_mb}")
         if isinstance(self.workers, str) and self.workers != "auto":
             raise FieldError("workers", f"must be 'auto' or a number >= 1, got {self.workers!r}")
         if isinstance(self.workers, int) and self.workers < 1:

@@ -3,6 +3,7 @@
 - grpo.py:    MultilingualGRPOTrainer (trl.GRPOTrainer + registry advantages, language sampler, metrics)
 - ppo.py:     PPOTrainer (the same engine + a critic, GAE and a clipped value loss)
 - critic.py:  the value model; config.py: AlgorithmConfig / PPOSettings; metrics.py: pure reducers
+- guard.py:   skips and counts optimiser steps whose loss or gradient is non-finite (a mixin of both)
 
 Knows nothing about MLflow or experiment files: metrics leave through TRL's log() to callbacks.
 """

@@ -32,13 +32,19 @@ class ValueModel(nn.Module):
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return self.head(hidden.to(self.head.weight.dtype)).squeeze(-1)  # (B, L)
 
-    def completion_values(self, prompt_ids: Tensor, prompt_mask: Tensor, completion_ids: Tensor, completion_mask: Tensor) -> Tensor:
-        """(B, T) values of the states before each completion token (position P-1+t predicts token t)."""
-        ids = torch.cat([prompt_ids, completion_ids], dim=1)
-        mask = torch.cat([prompt_mask, completion_mask], dim=1)
-        values = self(ids, mask)
-        p, t = prompt_ids.size(1), completion_ids.size(1)
-        return values[:, p - 1 : p - 1 + t]
+
+def completion_values(critic: nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, completion_ids: Tensor,
+                      completion_mask: Tensor) -> Tensor:
+    """(B, T) values of the states before each completion token (position P-1+t predicts token t).
+
+    `critic` is a ValueModel or its distributed wrapper: calling the wrapper (not a method of the module
+    under it) is what makes DistributedDataParallel average the critic's gradients over ranks.
+    """
+    ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    mask = torch.cat([prompt_mask, completion_mask], dim=1)
+    values = critic(ids, mask)
+    p, t = prompt_ids.size(1), completion_ids.size(1)
+    return values[:, p - 1 : p - 1 + t]
 
 
 def base_model(policy: nn.Module) -> nn.Module:

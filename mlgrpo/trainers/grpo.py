@@ -10,28 +10,42 @@ accelerate/DeepSpeed, PEFT and vLLM stay TRL's:
 
 With AdvantageConfig() (group by prompt, group std, ddof 1, eps 1e-4) and no sampler config the
 advantages, hence the parameters, equal stock trl.GRPOTrainer's (tests/trainers checks both).
+
+Two guarantees TRL does not give (issue 8): a run resumed from a checkpoint ends with the parameters of
+the uninterrupted run (each checkpoint also holds what HF and TRL leave out: the sampler's history,
+TRL's step counter and, between generations, its buffered rollouts); and an optimiser step whose loss
+or gradient is non-finite is skipped and counted (guard.py), never applied.
 Knows nothing about MLflow or YAML files: metrics go through TRL's log(), read by callbacks.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from accelerate.utils import gather_object
 from torch import Tensor
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
+from trl.trainer.utils import RepeatSampler
 
 from mlgrpo.algorithms import GROUP_KEYS, GroupKeys, compute_advantages, group_stats
 from mlgrpo.errors import UserError
 from mlgrpo.rewards.language import language_consistency
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
 from mlgrpo.trainers.config import AlgorithmConfig
+from mlgrpo.trainers.guard import NONFINITE_STEPS, NonfiniteStepGuard
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
 
 GROUP_COLUMN = "mlgrpo_group"  # (B,) int64 per local row, added to the batch for the inter-group term
 ROW_COLUMN = "mlgrpo_row"  # dataset row index, added when the sampler stratifies by earlier rewards
+EXTRA_STATE = "mlgrpo_state_rank{rank}.pt"  # per process, in every checkpoint: see _extra_state
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -46,7 +60,24 @@ class BatchRows:
     rewards_per_func: Tensor  # (N, F) raw reward of each function, NaN where it returned None
 
 
-class MultilingualGRPOTrainer(GRPOTrainer):
+class EpochSeekingRepeatSampler(RepeatSampler):
+    """TRL's RepeatSampler, same orders, that can start at any epoch.
+
+    TRL draws epoch e's order as the e-th permutation of one generator seeded once. HF's Trainer, resuming
+    inside epoch e >= 1, iterates none of the epochs before it, and does not reach the sampler's set_epoch
+    through the loader that skips the trained batches: TRL's own sampler would then draw epoch 0's order
+    again (measured: parameters 2.5e-4 to 9.4e-4 apart from the uninterrupted run after 1-2 more steps).
+    set_epoch(e) seeds again and draws the e permutations before, so epoch e's order comes from any start.
+    """
+
+    def set_epoch(self, epoch: int) -> None:
+        if self.shuffle and self.seed is not None:
+            self.generator.manual_seed(self.seed)
+            for _ in range(epoch):
+                torch.randperm(self.num_samples, generator=self.generator)
+
+
+class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
     """trl.GRPOTrainer with registry advantages, a language-aware sampler and per-language metrics.
 
     algorithm:        AlgorithmConfig (name "grpo"); the estimator and grouping come from its registry.
@@ -71,6 +102,7 @@ class MultilingualGRPOTrainer(GRPOTrainer):
         self.language_column = language_column
         self._rows: BatchRows | None = None
         self._language_sampler: LanguageSampler | None = None
+        self._repeat_sampler: EpochSeekingRepeatSampler | None = None  # TRL's order, without a sampler config
         self._last_generation: float | None = None
         if sampler is not None and sampler.reward_buckets > 0 and kwargs.get("train_dataset") is not None:
             data = kwargs["train_dataset"]
@@ -106,7 +138,14 @@ class MultilingualGRPOTrainer(GRPOTrainer):
 
     def _get_train_sampler(self, dataset=None):
         if self.sampler_config is None:
-            return super()._get_train_sampler(dataset)
+            trl_sampler = super()._get_train_sampler(dataset)
+            if type(trl_sampler) is not RepeatSampler:
+                return trl_sampler
+            self._repeat_sampler = EpochSeekingRepeatSampler(
+                trl_sampler.data_source, trl_sampler.mini_repeat_count, trl_sampler.batch_size,
+                trl_sampler.repeat_count, trl_sampler.shuffle, trl_sampler.seed,
+            )
+            return self._repeat_sampler
         dataset = self.train_dataset if dataset is None else dataset
         self._language_sampler = LanguageSampler(
             dataset[self.language_column],
@@ -272,6 +311,67 @@ class MultilingualGRPOTrainer(GRPOTrainer):
         centre = means.sum() / n
         return (torch.where(live, (means - centre) ** 2, 0.0)).sum() / n
 
+    # ---- checkpoints ------------------------------------------------------------------------------------
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        os.makedirs(folder, exist_ok=True)  # every process writes its own file, as HF's RNG states
+        path = os.path.join(folder, EXTRA_STATE.format(rank=self.accelerator.process_index))
+        torch.save(self._extra_state(), path + ".tmp")
+        os.replace(path + ".tmp", path)  # a run killed while writing leaves no half file to resume from
+
+    def _extra_state(self) -> dict:
+        """What resuming needs beyond HF's checkpoint (weights, optimiser, scheduler, RNG, trainer state).
+
+        trl_step, buffered_inputs: TRL counts micro-steps from 0 again and generates anew when its buffer
+            is empty, so a checkpoint taken while a generation is still being reused (steps_per_generation
+            above gradient_accumulation_steps, or num_iterations > 1) would resume with new rollouts from
+            newer weights. The buffer is this process's share, saved only then.
+        sampler: the language sampler's history (draw counts, rewards, the epoch in progress), on which its
+            next draws depend; HF's skipping of trained batches cannot rebuild it (sampling/sampler.py).
+        nonfinite_loss_steps: the running count of skipped steps.
+        """
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        sampler = None if self._language_sampler is None else self._language_sampler.state_dict()
+        return {
+            "processes": self.accelerator.num_processes,
+            "trl_step": self._step,
+            "buffered_inputs": self._buffered_inputs if self._step % generate_every else None,
+            "sampler": None if sampler is None else {k: _to_torch(v) for k, v in sampler.items()},
+            NONFINITE_STEPS: self._nonfinite_steps,
+        }
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        # HF calls this once when resuming, after building the data loader (so the sampler exists); TRL
+        # restores its own extra state here too.
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        if self._repeat_sampler is not None:  # the epoch HF resumes in (it skips to it without set_epoch)
+            self._repeat_sampler.set_epoch(int(self.state.epoch))
+        path = os.path.join(checkpoint, EXTRA_STATE.format(rank=self.accelerator.process_index))
+        if not os.path.exists(path):
+            log.warning("checkpoint %s has no %s (written by an older mlgrpo or by fewer processes): the run resumes, "
+                        "but its prompt order and next rollouts can differ from an uninterrupted run's", checkpoint,
+                        os.path.basename(path))
+            return
+        state = torch.load(path, weights_only=True, map_location="cpu")
+        self._step, self._nonfinite_steps = state["trl_step"], state[NONFINITE_STEPS]
+        if state["processes"] != self.accelerator.num_processes:
+            log.warning("checkpoint %s was written by %d processes, this run has %d: rollouts buffered at the "
+                        "checkpoint are dropped and generated again", checkpoint, state["processes"],
+                        self.accelerator.num_processes)
+        elif state["buffered_inputs"] is not None:
+            device = self.accelerator.device
+            self._buffered_inputs = [{k: v.to(device) if isinstance(v, Tensor) else v for k, v in batch.items()}
+                                     for batch in state["buffered_inputs"]]
+        if self._language_sampler is not None:
+            if state["sampler"] is None:
+                raise UserError(f"checkpoint {checkpoint} was written without the language sampler; resume with the "
+                                "sampler settings the run started with")
+            self._language_sampler.load_state_dict({k: _to_numpy(v) for k, v in state["sampler"].items()})
+
 
 def _prompt_text(prompt) -> str:
     """A prompt as text for hashing and grouping: plain text, or the last user message of a conversation."""
@@ -281,3 +381,12 @@ def _prompt_text(prompt) -> str:
         content = prompt[-1].get("content", "")
         return content if isinstance(content, str) else str(content)
     return str(prompt)
+
+
+def _to_torch(value):
+    # torch.load(weights_only=True) reads tensors, not numpy arrays.
+    return torch.from_numpy(value) if isinstance(value, np.ndarray) else value
+
+
+def _to_numpy(value):
+    return value.numpy() if isinstance(value, Tensor) else value

@@ -26,7 +26,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from mlgrpo.algorithms import ESTIMATORS, EstimatorBatch, GroupKeys, compute_advantages
 from mlgrpo.algorithms.losses import clipped_value_loss, explained_variance, masked_mean
 from mlgrpo.errors import UserError
-from mlgrpo.trainers.critic import base_model, build_value_model, trainable_critic_parameters
+from mlgrpo.trainers.critic import base_model, build_value_model, completion_values, trainable_critic_parameters
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
 
 CRITIC_WEIGHTS = "critic.safetensors"
@@ -71,7 +71,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
         settings, cfg = self.algorithm.ppo, self.algorithm.advantage
         mask = output["completion_mask"].to(torch.float32)
         with torch.no_grad():
-            values = self.critic.completion_values(
+            values = completion_values(self.critic, 
                 output["prompt_ids"], output["prompt_mask"], output["completion_ids"], output["completion_mask"]
             ).float() * mask
         token_rewards, kl = self._token_rewards(rewards[local], output, mask)
@@ -135,7 +135,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     def _critic_backward(self, inputs) -> None:
         mask = inputs["completion_mask"].to(torch.float32)
-        values = self.critic.completion_values(
+        values = completion_values(self.critic, 
             inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"], inputs["completion_mask"]
         ).float()
         out = clipped_value_loss(values, inputs["old_values"], inputs["returns"], mask, self.algorithm.ppo.cliprange_value)
@@ -147,10 +147,15 @@ class PPOTrainer(MultilingualGRPOTrainer):
     def training_step(self, model, inputs, num_items_in_batch):
         loss = super().training_step(model, inputs, num_items_in_batch)
         if self._step % self.current_gradient_accumulation_steps == 0:
-            torch.nn.utils.clip_grad_norm_(self._critic_params, self.algorithm.ppo.max_grad_norm)
-            self.critic_optimizer.step()
+            if not self._update_skipped:  # a non-finite loss or gradient skips the critic's step with the policy's
+                torch.nn.utils.clip_grad_norm_(self._critic_params, self.algorithm.ppo.max_grad_norm)
+                self.critic_optimizer.step()
             self.critic_optimizer.zero_grad(set_to_none=True)
         return loss
+
+    def _guarded_parameters(self) -> list[torch.nn.Parameter]:
+        owned = {id(p) for p in self._critic_params}
+        return [p for p in super()._guarded_parameters() if id(p) not in owned] + self._critic_params
 
     # ---- checkpoints --------------------------------------------------------------------------------
 
@@ -176,6 +181,8 @@ class PPOTrainer(MultilingualGRPOTrainer):
         if not os.path.exists(weights):
             raise UserError(f"checkpoint {checkpoint} has no {CRITIC_WEIGHTS}: it was not written by PPOTrainer")
         critic = self.accelerator.unwrap_model(self.critic)
-        critic.load_state_dict(load_file(weights, device=str(self.accelerator.device)), strict=self.algorithm.ppo.value_model == "separate")
+        # Read on the CPU, copied into the critic's own device: safetensors rejects accelerate's "cpu:0"
+        # (a process's device under gloo), and load_state_dict copies across devices anyway.
+        critic.load_state_dict(load_file(weights, device="cpu"), strict=self.algorithm.ppo.value_model == "separate")
         optimizer_state = torch.load(os.path.join(checkpoint, CRITIC_OPTIMIZER), weights_only=True, map_location="cpu")
         self.critic_optimizer.load_state_dict(optimizer_state)

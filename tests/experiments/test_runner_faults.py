@@ -17,8 +17,8 @@ import pytest
 TRIMMED = Path(__file__).with_name("trimmed.yaml")
 
 
-def longer_trimmed(folder: Path) -> Path:
-    text = TRIMMED.read_text(encoding="utf-8")
+def longer_trimmed(folder: Path, extra: str = "") -> Path:
+    text = TRIMMED.read_text(encoding="utf-8") + extra
     text = text.replace("  max_steps: 4\n", "  max_steps: 60\n").replace("  workers: 2\n", "  workers: 1\n")
     path = folder / "trimmed.yaml"
     path.write_text(text, encoding="utf-8")
@@ -61,7 +61,7 @@ def check_finished_once(folder: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_run_then_rerun_resumes_from_the_checkpoint(tmp_path):
+def test_sigkill_mid_run_then_rerun_resumes_from_the_checkpoint(tmp_path, reliability):
     longer_trimmed(tmp_path)
     process = start(tmp_path)
     wait_for_checkpoint(tmp_path, process)
@@ -76,10 +76,11 @@ def test_sigkill_mid_run_then_rerun_resumes_from_the_checkpoint(tmp_path):
     assert "grpo-seed0: FINISHED" in again.stderr
     check_finished_once(tmp_path)
     assert "Traceback" not in worker_log
+    reliability.record("fault", "SIGKILL of mlgrpo run mid-step, then the same command", "survived")
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_at_a_step_boundary_marks_killed_and_rerun_finishes(tmp_path):
+def test_ctrl_c_stops_at_a_step_boundary_marks_killed_and_rerun_finishes(tmp_path, reliability):
     longer_trimmed(tmp_path)
     process = start(tmp_path)
     wait_for_checkpoint(tmp_path, process)
@@ -93,3 +94,52 @@ def test_ctrl_c_stops_at_a_step_boundary_marks_killed_and_rerun_finishes(tmp_pat
                            capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert again.returncode == 0, again.stderr[-3000:]
     check_finished_once(tmp_path)
+    reliability.record("fault", "Ctrl-C (SIGINT to the process group) mid-run, then the same command", "survived")
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_runner_alone_stops_cleanly_and_rerun_finishes(tmp_path, reliability):
+    """A scheduler's or `kill PID`'s SIGTERM reaches only the runner: it passes it on to its workers,
+    which stop at a step boundary, save and mark their runs KILLED; the parent run is KILLED too."""
+    longer_trimmed(tmp_path)
+    process = start(tmp_path)
+    wait_for_checkpoint(tmp_path, process)
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output[-3000:]
+    assert "KILLED" in output and "Traceback" not in output
+    client, runs = child_runs(tmp_path)
+    assert [r.info.status for r in runs] == ["KILLED"]
+    experiment = client.get_experiment_by_name("trimmed-quickstart")
+    parents = [r for r in client.search_runs([experiment.experiment_id]) if "arm" not in r.data.tags]
+    assert [r.info.status for r in parents] == ["KILLED"]
+    checkpoints = tmp_path / "runs" / "trimmed-quickstart" / "grpo-seed0" / "checkpoints"
+    assert any(checkpoints.glob("checkpoint-*"))
+    again = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml", "--only", "grpo"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    check_finished_once(tmp_path)
+    reliability.record("fault", "SIGTERM to mlgrpo run alone mid-run, then the same command", "survived")
+
+
+def _refused(folder: Path, extra: str) -> subprocess.CompletedProcess:
+    longer_trimmed(folder, extra)
+    return subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml"], cwd=folder, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_unwritable_output_folder_is_refused_before_anything_starts(tmp_path, reliability):
+    (tmp_path / "a_file").write_text("not a folder")
+    result = _refused(tmp_path, "  output_dir: a_file/runs\n")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "cannot write run outputs to a_file/runs" in result.stderr
+    assert not (tmp_path / "mlflow.db").exists()  # refused before any run was created
+    reliability.record("fault", "output folder not writable", "survived")
+
+
+def test_a_disk_without_room_is_refused_before_anything_starts(tmp_path, reliability):
+    result = _refused(tmp_path, "  min_free_mb: 1000000000\n")  # more than any disk has: as good as full
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "MB free on the disk of" in result.stderr and "run.min_free_mb" in result.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+    reliability.record("fault", "disk without room for the run (min_free_mb above the free space)", "survived")

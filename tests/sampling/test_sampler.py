@@ -1,3 +1,4 @@
+import copy
 import dataclasses
 
 import numpy as np
@@ -194,3 +195,60 @@ def test_an_epoch_without_a_full_batch_is_an_error():
 def test_an_oversampled_language_without_rows_is_an_error(languages):
     with pytest.raises(UserError, match="oversample names 'hi'"):
         LanguageSampler(languages, SamplerConfig(name="oversample", oversample={"hi": 2.0}), mini_repeat_count=G)
+
+
+# ---- resuming from state_dict ------------------------------------------------------------------------
+
+RESUME_CASES = {
+    "balanced": SamplerConfig(name="balanced", prompts_per_epoch=40),
+    "oversample+reward buckets": SamplerConfig(name="oversample", oversample={"sw": 4.0}, reward_buckets=2,
+                                               prompts_per_epoch=40),
+}
+
+
+def consume(sampler: LanguageSampler, epochs: range, *, skip: int = 0, save_after: int | None = None):
+    """Generation batches read epoch by epoch (set_epoch, then iterate, as the HF Trainer does), rewards
+    reported after each; `skip` batches at the start are read and dropped, as HF does on resume. Returns
+    the batches kept and, with save_after, a copy of the state after that many kept batches."""
+    kept, saved, per_batch = [], None, sampler.batch_size * sampler.mini_repeat_count
+    for epoch in epochs:
+        sampler.set_epoch(epoch)
+        iterator = iter(sampler)
+        for _ in range(len(sampler) // per_batch):
+            block = [next(iterator) for _ in range(per_batch)]
+            if skip:
+                skip -= 1
+                continue
+            kept.append(block)
+            sampler.update_rewards(block, [0.0 if hard(i) else 1.0 for i in block])
+            if len(kept) == save_after:
+                saved = copy.deepcopy(sampler.state_dict())
+    return kept, saved
+
+
+@pytest.mark.parametrize("case", RESUME_CASES)
+@pytest.mark.parametrize("save_after", [7, 10])  # 5 batches an epoch: inside epoch 1, at its end
+def test_a_restored_sampler_continues_the_saved_order(case, save_after, languages):
+    make = lambda: LanguageSampler(languages, RESUME_CASES[case], mini_repeat_count=G, batch_size=B)
+    whole, state = consume(make(), range(4), save_after=save_after)
+    epoch, done = divmod(save_after, 5)
+    restored = make()
+    restored.load_state_dict(state)
+    rest, _ = consume(restored, range(epoch, 4), skip=done)
+    assert rest == whole[save_after:]
+    # Without the state the draws after the first epoch differ: they depend on the draws (and rewards) before.
+    fresh, _ = consume(make(), range(epoch, 4), skip=done)
+    assert fresh != whole[save_after:]
+    assert restored.language_counts() == make_counts(whole, languages)
+
+
+def make_counts(blocks, languages) -> dict[str, int]:
+    prompts = [block[i] for block in blocks for i in range(0, len(block), G)]
+    return {lang: sum(languages[i] == lang for i in prompts) for lang in sorted(ROWS)}
+
+
+def test_a_state_from_other_data_is_refused(languages):
+    state = LanguageSampler(languages, SamplerConfig(), mini_repeat_count=G, batch_size=B).state_dict()
+    other = LanguageSampler(languages, SamplerConfig(), mini_repeat_count=G, batch_size=B // 2)
+    with pytest.raises(UserError, match="batch_size = 8, this sampler 4"):
+        other.load_state_dict(state)
