@@ -71,8 +71,9 @@ class PPOTrainer(MultilingualGRPOTrainer):
         settings, cfg = self.algorithm.ppo, self.algorithm.advantage
         mask = output["completion_mask"].to(torch.float32)
         with torch.no_grad():
-            values = completion_values(self.critic, 
-                output["prompt_ids"], output["prompt_mask"], output["completion_ids"], output["completion_mask"]
+            values = completion_values(
+                self.critic, output["prompt_ids"], output["prompt_mask"], output["completion_ids"],
+                output["completion_mask"],
             ).float() * mask
         token_rewards, kl = self._token_rewards(rewards[local], output, mask)
         # GAE and its whitening run over the gathered batch, so several processes give the advantages of one.
@@ -135,8 +136,8 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     def _critic_backward(self, inputs) -> None:
         mask = inputs["completion_mask"].to(torch.float32)
-        values = completion_values(self.critic, 
-            inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"], inputs["completion_mask"]
+        values = completion_values(
+            self.critic, inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"], inputs["completion_mask"]
         ).float()
         out = clipped_value_loss(values, inputs["old_values"], inputs["returns"], mask, self.algorithm.ppo.cliprange_value)
         scale = self.algorithm.ppo.vf_coef if self.algorithm.ppo.value_model == "head" else 1.0
