@@ -139,8 +139,8 @@ def _setup(comp: Comparison) -> list[str]:
     run = comp.run_list()[0]
     p, t = run.params, run.tags
     data = p.get("data.suite") if p.get("data.suite") not in (None, "null") else p.get("data.file", "?")
-    rewards = [f"{p[k]} x{p.get(k.replace('.name', '.weight'), '1')}" for k in sorted(p)
-               if k.startswith("rewards.rewards.") and k.endswith(".name")]
+    rewards = [f"{p[k]} x{p.get(k.replace('.name', '.weight'), '1')}" + _params_note(p.get(k.replace(".name", ".params")))
+               for k in sorted(p) if k.startswith("rewards.rewards.") and k.endswith(".name")]
     out = [f"Model: {p.get('model.policy', '?')}",
            f"Data: {data}; languages {', '.join(comp.languages)}; per language {_per_language(p)}",
            f"Rewards: {', '.join(rewards) or '?'}",
@@ -149,10 +149,10 @@ def _setup(comp: Comparison) -> list[str]:
            f"{t.get('system.world_size', '1')} process(es), {t.get('system.platform', '?')}",
            "Versions: " + ", ".join(f"{k.split('.', 1)[1]} {v}" for k, v in sorted(t.items()) if k.startswith("versions."))
            + f"; mlgrpo {t.get('mlgrpo.version', '?')} (git {t.get('git.commit', '?')})"]
-    custom = sorted({v for r in comp.run_list() for k, v in r.params.items()
-                     if k.endswith((".import", ".function", ".path")) and v not in ("null", "")})
-    if custom:
-        out.append("Code or models named by the configuration (imported/loaded): " + ", ".join(custom))
+    loaded = sorted({f"{k}: {v}" for r in comp.run_list() for k, v in r.params.items()
+                     if (k == "model.policy" or k.endswith((".path", ".classifier", "reward_model", ".tokenizer")))
+                     and v not in ("null", "")})
+    out.append("Models and code the configuration names (mlgrpo imports no code by path): " + "; ".join(loaded))
     for path, value in sorted(comp.run_list()[0].artifacts.items()):
         if path.endswith("languages.json") and isinstance(value, dict) and isinstance(value.get("languages"), dict):
             counts = value["languages"]
@@ -164,6 +164,10 @@ def _setup(comp: Comparison) -> list[str]:
             first = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
             out.append(f"Data card ({path.rsplit('/', 1)[-1]}): {first[:300]}")
     return out
+
+
+def _params_note(text: str | None) -> str:
+    return f" ({text})" if text and text not in ("{}", "null") else ""
 
 
 def _per_language(params: dict) -> str:

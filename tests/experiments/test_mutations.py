@@ -89,16 +89,28 @@ def edited_documents(draw):
     return text
 
 
+TRIED = {"edits": 0, "refused": 0}  # examples tried and refused, for reports/reliability.md
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(text=edited_documents())
 def test_edits_give_a_one_line_error_or_a_valid_experiment(tmp_path_factory, text):
+    TRIED["edits"] += 1
     path = tmp_path_factory.mktemp("mutated") / "exp.yaml"
     path.write_text(text, encoding="utf-8")
     try:
         load_experiment(path)
     except UserError as exc:
+        TRIED["refused"] += 1
         message = str(exc)
         assert "\n" not in message and "Traceback" not in message
         match = re.match(rf"{re.escape(str(path))}:(\d+): (\S[^\n]*?): (\S.*)$", message)
         assert match, message
         assert 1 <= int(match[1]) <= text.count("\n") + 1, message
+
+
+def test_zz_record_what_the_mutations_tried(reliability):
+    """Runs after the property test above (file order): what it tried, for reports/reliability.md."""
+    reliability.record("bad input: experiment file", "mutated experiment YAML (unknown keys, wrong types, missing "
+                       "sections, extreme numbers, wrong nesting, YAML tags)", "refused", tried=TRIED["edits"],
+                       refused=TRIED["refused"])

@@ -55,12 +55,13 @@ def test_tags_other_than_plain_values_are_refused(tagged, shown):
     assert str(info.value).startswith(f"t.yaml:3: model.policy: tag {shown} is not allowed")
 
 
-def test_a_python_object_is_never_constructed(tmp_path):
+def test_a_python_object_is_never_constructed(tmp_path, reliability):
     marker = tmp_path / "touched"
     text = f"x: !!python/object/apply:os.system ['touch {marker}']\n"
     with pytest.raises(UserError):
         parse_text(text, "evil.yaml")
     assert not marker.exists()
+    reliability.record("security", "YAML !!python/object/apply tag refused, never constructed", "passed")
 
 
 def test_unquoted_date_is_named():

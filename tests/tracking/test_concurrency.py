@@ -19,7 +19,7 @@ STEPS = 10
 KEYS_PER_STEP = 20  # 4 metrics x 5 languages, see writer.py
 
 
-def test_four_writers_on_one_new_sqlite_store(tmp_path):
+def test_four_writers_on_one_new_sqlite_store(tmp_path, reliability):
     uri = f"sqlite:///{tmp_path}/shared.db"
     workers = [
         subprocess.Popen([sys.executable, str(WRITER), uri, "shared", str(tmp_path / "outbox"), f"w{i}", str(STEPS)],
@@ -40,3 +40,4 @@ def test_four_writers_on_one_new_sqlite_store(tmp_path):
         for key in run.data.metrics:
             assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == list(range(STEPS))
         assert [a.path for a in client.list_artifacts(run.info.run_id, "notes")] == [f"notes/{run.info.run_name}.txt"]
+    reliability.record("fault", "4 worker processes writing to one new sqlite store at once", "survived")

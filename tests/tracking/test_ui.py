@@ -64,7 +64,7 @@ def test_ui_refuses_a_missing_store(capsys, tmp_path):
     assert not (tmp_path / "none.db").exists()
 
 
-def test_ui_binds_loopback_prints_the_url_and_stops_on_ctrl_c(sqlite_uri, tmp_path):
+def test_ui_binds_loopback_prints_the_url_and_stops_on_ctrl_c(sqlite_uri, tmp_path, reliability):
     tracker = Tracker.open(sqlite_uri, "ui-demo", policy=QUICK, outbox_dir=tmp_path)
     ui = subprocess.Popen([*CLI, "ui", "--tracking-uri", sqlite_uri, "--port", "0",
                            "--experiment", "ui-demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -82,6 +82,7 @@ def test_ui_binds_loopback_prints_the_url_and_stops_on_ctrl_c(sqlite_uri, tmp_pa
         query = f"{base}/api/2.0/mlflow/experiments/get?experiment_id={tracker.experiment_id}"
         with urllib.request.urlopen(query, timeout=30) as answer:
             assert json.load(answer)["experiment"]["name"] == "ui-demo"
+        reliability.record("security", "mlgrpo ui serves on 127.0.0.1 only", "passed")
         (server,) = _children(ui.pid)  # `mlflow server`, leader of its own process group
         assert os.getpgid(server) == server != os.getpgid(ui.pid)
         os.kill(ui.pid, signal.SIGINT)  # what Ctrl-C sends to the foreground process

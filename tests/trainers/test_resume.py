@@ -79,7 +79,8 @@ def run(name, folder, make_model, tokenizer, dataset, *, stop=None, resume=None)
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_resumed_run_ends_with_the_uninterrupted_parameters(case, tmp_path, make_model, tokenizer, dataset):
+def test_a_resumed_run_ends_with_the_uninterrupted_parameters(case, tmp_path, make_model, tokenizer, dataset,
+                                                               reliability):
     interrupt = CASES[case].interrupt
     whole = run(case, tmp_path / "whole", make_model, tokenizer, dataset)
     stopped = run(case, tmp_path / "resumed", make_model, tokenizer, dataset, stop=interrupt)
@@ -91,6 +92,9 @@ def test_a_resumed_run_ends_with_the_uninterrupted_parameters(case, tmp_path, ma
     assert (vector(resumed.model) - vector(whole.model)).abs().max() <= 1e-6
     if isinstance(whole, PPOTrainer):
         assert (vector(resumed.critic) - vector(whole.critic)).abs().max() <= 1e-6
+    difference = float((vector(resumed.model) - vector(whole.model)).abs().max())
+    reliability.record("fault", f"resume from checkpoint vs uninterrupted run ({case})", "survived",
+                       max_abs_param_difference=difference)
 
 
 def test_without_mlgrpos_checkpoint_state_the_resumed_run_differs(tmp_path, make_model, tokenizer, dataset):

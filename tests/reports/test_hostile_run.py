@@ -1,0 +1,78 @@
+"""Hostile user text through a real experiment: prompts and answers carrying HTML, JavaScript, attribute
+breakers and bidi overrides go through `mlgrpo run` (training, evaluation, MLflow, the report at the end)
+and the report contains none of them unescaped."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+TRIMMED = Path(__file__).parents[1] / "experiments" / "trimmed.yaml"
+HOSTILE = ["<script>alert(1)</script>", "</script><script>alert(2)</script>", "<img src=x onerror=alert(3)>",
+           "\" onmouseover=\"alert(4)", "' autofocus onfocus='alert(5)", "<svg/onload=alert(6)>",
+           "<a href=\"javascript:alert(7)\">x</a>", "\u202egnp.exe", "<style>body{display:none}</style>",
+           "<iframe src=\"http://evil.example\"></iframe>"]
+WORDS = {"en": ["zero", "one", "two", "three", "four", "five"], "ja": ["零", "一", "二", "三", "四", "五"]}
+ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", "nav", "section", "div", "h1",
+                "h2", "h3", "h4", "p", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "img",
+                "figure", "figcaption", "span", "bdi", "code", "em", "strong", "br", "small", "caption", "details",
+                "summary", "aside"}
+
+
+def write_data(path: Path, offset: int) -> None:
+    rows = []
+    for lang, words in WORDS.items():
+        for i, hostile in enumerate(HOSTILE):
+            n = (i + offset) % len(words)
+            rows.append({"prompt": f"<{lang}> number: {n} {hostile} ->", "reference": f"{words[n]} {hostile}",
+                         "language": lang, "id": f"{lang}-{offset}-{i}"})
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+
+
+class Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.attrs, self.style_blocks = set(), [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.attrs += [(tag, k, v or "") for k, v in attrs]
+        self.style_blocks += tag == "style"
+
+
+@pytest.mark.slow
+def test_hostile_prompts_and_answers_are_escaped_in_the_report(tmp_path, reliability):
+    write_data(tmp_path / "train.jsonl", 0)
+    write_data(tmp_path / "eval.jsonl", 3)
+    text = TRIMMED.read_text(encoding="utf-8")
+    text = text.replace("name: trimmed-quickstart", "name: hostile")
+    text = text.replace("  suite: numbers\n  languages: [en, ja]\n  per_language: {en: 40, ja: 40}\n",
+                        "  file: train.jsonl\n  eval_file: eval.jsonl\n  languages: [en, ja]\n")
+    text = text.replace("  max_steps: 4\n", "  max_steps: 2\n").replace("seeds: [0]", "seeds: [0]")
+    (tmp_path / "hostile.yaml").write_text(text, encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "hostile.yaml"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    page_text = (tmp_path / "reports" / "hostile" / "report.html").read_text(encoding="utf-8")
+    page = Page()
+    page.feed(page_text)
+    assert page.tags <= ALLOWED_TAGS, page.tags - ALLOWED_TAGS
+    assert "script" not in page.tags and "iframe" not in page.tags and "svg" not in page.tags
+    assert page.style_blocks == 1  # the report's own stylesheet only
+    assert not [a for a in page.attrs if a[1].startswith("on") or a[1] in ("autofocus", "srcdoc")]
+    assert all(v.startswith("data:image/png;base64,") for t, k, v in page.attrs if k == "src")
+    assert not [v for t, k, v in page.attrs if k == "href" and not v.startswith("#")]
+    assert "\u202e" not in page_text
+    shown = html.unescape(page_text)
+    assert "<script>alert(1)</script>" in shown  # shown to the reader as text, in the samples
+    markdown = (tmp_path / "reports" / "hostile" / "report.md").read_text(encoding="utf-8")
+    assert "<script>" not in markdown and "\u202e" not in markdown
+    reliability.record("security", f"{len(HOSTILE)} hostile strings x 2 languages in prompts and answers through "
+                       "mlgrpo run into report.html and report.md", "passed", tried=len(HOSTILE) * 2 * 2)
