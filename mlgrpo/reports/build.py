@@ -175,51 +175,34 @@ def _per_language(params: dict) -> str:
     return ", ".join(f"{lang} {n}" for lang, n in pairs) or "all"
 
 
-def _figures(comp: Comparison, final: pd.DataFrame, headline: list[str], folder: Path) -> dict[str, list[Figure]]:
-    from mlgrpo.reports import figures as draw
+def _bands(comp: Comparison, key: str, per_sample: bool = False) -> dict:
+    """{arm: (x, mean, low, high)} of metric `key` over each arm's seeds; x in steps, or in completions drawn."""
     from mlgrpo.reports.stats import curve_band
 
+    out = {}
+    for arm in comp.arms:
+        steps, values = comp.curve(arm, key)
+        if len(steps):
+            band = curve_band(values)
+            scale = analysis.samples_per_step(next(iter(comp.runs[arm].values()))) if per_sample else 1.0
+            out[arm] = (steps * scale, band.mean, band.low, band.high)
+    return out
+
+
+def _figures(comp: Comparison, final: pd.DataFrame, headline: list[str], folder: Path) -> dict[str, list[Figure]]:
+    from mlgrpo.reports import figures as draw
+
     curves, finals = [], []
-    for prefix, label in LANGUAGE_CURVES:
-        panels = {}
-        for lang in comp.languages:
-            per_arm = {}
-            for arm in comp.arms:
-                steps, values = comp.curve(arm, f"{prefix}/{lang}")
-                if len(steps):
-                    band = curve_band(values)
-                    per_arm[arm] = (steps, band.mean, band.low, band.high)
-            if per_arm:
-                panels[lang] = per_arm
+    # (metric prefix, label, x in completions drawn: for arms whose steps hold different numbers of samples)
+    for prefix, label, per_sample in [(p, lbl, False) for p, lbl in LANGUAGE_CURVES] + [
+            ("train/reward", "reward (train) vs completions drawn", True)]:
+        panels = {lang: bands for lang in comp.languages if (bands := _bands(comp, f"{prefix}/{lang}", per_sample))}
         if panels:
-            name = f"figures/{prefix.replace('/', '_')}.png"
-            draw.curves_figure(panels, label, label, folder / name, arm_order=comp.arms)
+            name = f"figures/{prefix.replace('/', '_')}{'_samples' if per_sample else ''}.png"
+            draw.curves_figure(panels, label, label.split(" vs ")[0], folder / name, arm_order=comp.arms,
+                               xlabel="completions drawn" if per_sample else "step")
             curves.append(Figure(name, f"{label} per language"))
-    panels = {}
-    for lang in comp.languages:  # the training reward against completions drawn, for arms of different batch sizes
-        per_arm = {}
-        for arm in comp.arms:
-            steps, values = comp.curve(arm, f"train/reward/{lang}")
-            if len(steps) and comp.runs[arm]:
-                band = curve_band(values)
-                per_step = analysis.samples_per_step(next(iter(comp.runs[arm].values())))
-                per_arm[arm] = (steps * per_step, band.mean, band.low, band.high)
-        if per_arm:
-            panels[lang] = per_arm
-    if panels:
-        draw.curves_figure(panels, "reward (train) vs samples", "reward (train)", folder / "figures/train_reward_samples.png",
-                           xlabel="completions drawn", arm_order=comp.arms)
-        curves.append(Figure("figures/train_reward_samples.png", "reward (train) per language vs completions drawn"))
-    scalar = {}
-    for key, label in SCALAR_CURVES:
-        per_arm = {}
-        for arm in comp.arms:
-            steps, values = comp.curve(arm, key)
-            if len(steps):
-                band = curve_band(values)
-                per_arm[arm] = (steps, band.mean, band.low, band.high)
-        if per_arm:
-            scalar[label] = per_arm
+    scalar = {label: bands for key, label in SCALAR_CURVES if (bands := _bands(comp, key))}
     if scalar:
         draw.curves_figure(scalar, "training diagnostics", "value", folder / "figures/diagnostics.png",
                            arm_order=comp.arms)
