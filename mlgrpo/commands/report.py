@@ -9,6 +9,9 @@ Parses arguments, calls mlgrpo.reports.build, prints where the files are; no sta
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+from mlgrpo.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -25,10 +28,26 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=handle)
 
 
+def resolve_source(source: str, tracking_uri: str | None) -> tuple[str, str]:
+    """(tracking URI, MLflow experiment name) for a YAML file or an experiment name."""
+    from mlgrpo.tracking import resolve_tracking_uri
+
+    path = Path(source)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise UserError(f"{source}: no such experiment file")
+        from mlgrpo.experiments import load_experiment
+
+        experiment = load_experiment(str(path))
+        return resolve_tracking_uri(tracking_uri, experiment.tracking.uri), experiment.tracking_experiment
+    return resolve_tracking_uri(tracking_uri, None), source
+
+
 def handle(args) -> int:
     from mlgrpo.reports.build import write_report
 
-    files = write_report(args.experiment, tracking_uri=args.tracking_uri, out=args.out,
+    uri, name = resolve_source(args.experiment, args.tracking_uri)
+    files = write_report(uri, name, out=args.out,
                          progress=lambda message: print(f"report: {message}", file=sys.stderr, flush=True))
     print(f"report written to {files.folder}/", file=sys.stderr)
     print(f"  {files.html}\n  {files.markdown}\n  {len(files.tables)} tables (CSV), {len(files.figures)} figures (PNG)",

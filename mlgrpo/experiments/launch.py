@@ -19,7 +19,7 @@ import time
 
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.progress import ProgressBoard
-from mlgrpo.experiments.runner import check_output, close_parent, open_runs, output_root, print_plan
+from mlgrpo.experiments.session import check_output, close_parent, open_runs, output_root, print_plan
 from mlgrpo.runtime import default_threads
 
 
@@ -91,8 +91,8 @@ def _build_apart(runs, stream) -> None:
     import sys
 
     env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARIABLES}
-    code = ("import sys; from mlgrpo.experiments.runner import _prepare_models; from types import SimpleNamespace as N; "
-            "_prepare_models([N(model=N(policy=s)) for s in sys.argv[1:]], sys.stderr)")
+    code = ("import sys; from mlgrpo.experiments.session import prepare_models; from types import SimpleNamespace as N; "
+            "prepare_models([N(model=N(policy=s)) for s in sys.argv[1:]], sys.stderr)")
     specs = sorted({run.model.policy for run in runs})
     stream.flush()
     result = subprocess.run([sys.executable, "-c", code, *specs], env=env)

@@ -1,7 +1,10 @@
 """`mlgrpo run`: every run of a comparison (arms x seeds), scheduled on worker processes, tracked in MLflow.
 
-    plan -> tracking (fail fast) -> tiny model built once -> parent run -> for each run: skip if
-    FINISHED, resume if interrupted, else new -> workers (one thread each) -> progress -> summary
+    plan -> session.open_runs (output folder checked, tracking probed, tiny model built once, parent
+    run, a child run per arm x seed: skip if FINISHED, resume if interrupted, else new) -> workers (one
+    thread each) -> progress -> session.close_parent (summary, comparison report, parent status)
+
+Under `accelerate launch` / `torchrun` (WORLD_SIZE > 1) launch.run_distributed runs them instead.
 
 Each worker process executes one run at a time (worker.execute_run). Two one-thread processes on two
 cores ran ~1.65x the throughput of one two-thread process (../shared/research/stack.md), so `auto` uses
@@ -15,24 +18,14 @@ import multiprocessing as mp
 import os
 import queue as queue_module
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from mlgrpo import __version__
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.progress import ProgressBoard
+from mlgrpo.experiments.session import check_output, close_parent, open_runs, output_root, print_plan, world_size
 from mlgrpo.runtime import default_threads
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def worker_count(setting, runs: int) -> int:
@@ -76,128 +69,6 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
 
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-def world_size() -> int:
-    """Processes in this launch (WORLD_SIZE, set by torchrun and accelerate launch; 1 for a plain command)."""
-    try:
-        return int(os.environ.get("WORLD_SIZE", "1"))
-    except ValueError:
-        raise UserError(f"WORLD_SIZE must be a whole number, got {os.environ['WORLD_SIZE']!r}") from None
-
-
-def system_tags() -> dict[str, str]:
-    """Hardware and library versions, for the report's setup section."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    import torch
-
-    tags = {"system.cpus": str(os.cpu_count()), "system.world_size": str(world_size()),
-            "system.platform": platform.platform(terse=True), "system.python": platform.python_version(),
-            "system.gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}
-    for package in ("torch", "transformers", "trl", "accelerate", "peft", "mlflow"):
-        try:
-            tags[f"versions.{package}"] = version(package)
-        except PackageNotFoundError:
-            tags[f"versions.{package}"] = "not installed"
-    return tags
-
-
-def print_plan(runs, stream) -> None:
-    for run in runs:
-        print(f"{run.run_name}  (algorithm {run.algorithm.name}, config {run.config_hash})", file=stream)
-    print(f"{len(runs)} runs; dry run: nothing trained", file=stream)
-
-
-def check_output(folder: Path, min_free_mb: int) -> None:
-    """Before anything is created: the run folder can be written, and its disk has room (a UserError if not)."""
-    import shutil
-    import tempfile
-
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".mlgrpo-write-check-"):
-            pass
-    except OSError as exc:
-        raise UserError(f"cannot write run outputs to {folder}: {exc.strerror or exc}; set run.output_dir to a "
-                        "writable folder") from None
-    free_mb = shutil.disk_usage(folder).free / 2**20
-    if free_mb < min_free_mb:
-        raise UserError(f"only {free_mb:.0f} MB free on the disk of {folder}, and run.min_free_mb is {min_free_mb}: "
-                        "free some space, point run.output_dir elsewhere, or lower run.min_free_mb")
-
-
-def output_root(experiment) -> Path:
-    return Path(experiment.run_settings.output_dir or Path("runs") / experiment.name)
-
-
-def open_runs(experiment, path, runs, tracking_uri, board: ProgressBoard, indexed: bool, build=None):
-    """(uri, parent run, [(plan index, run, child run id)] still to do): the store probed (fail fast), tiny
-    models built (by `build`, default: here), a parent run for this invocation and a child run per arm x seed, finished ones skipped."""
-    from mlgrpo.tracking import Tracker, resolve_tracking_uri
-
-    uri = resolve_tracking_uri(tracking_uri, experiment.tracking.uri)
-    tracker = Tracker.open(uri, experiment.tracking_experiment)
-    (build or _prepare_models)(runs, board.stream)
-    common_tags = {"mlgrpo.version": __version__, "git.commit": git_commit(), "experiment.file": str(path),
-                   **system_tags()}
-    parent = tracker.start_parent(f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}", common_tags,
-                                  {"runs": len(runs), "arms": ",".join(experiment.arms),
-                                   "seeds": ",".join(map(str, experiment.seeds))})
-    parent.log_text(experiment.resolved_yaml(), "experiment.resolved.yaml")
-    full_plan = experiment.plan()
-    pending = []
-    for index, run in enumerate(runs):
-        identity = {"arm": run.arm, "seed": str(run.seed), "config_hash": run.config_hash}
-        tags = {**common_tags, **identity, "algorithm": run.algorithm.name,
-                "languages": ",".join(run.data.languages)}
-        child, state = tracker.child_run(parent, identity, run.run_name, tags, run.flat_params)
-        if state == "finished":
-            board.skipped(run.run_name, "finished earlier")
-            continue
-        pending.append((full_plan.index(run) if indexed else index, run, child.run_id))
-    return uri, parent, pending
-
-
-def close_parent(parent, outcomes: list[dict], stream, report: tuple[str, str] | None = None) -> int:
-    """Prints the summary, writes the comparison report (from MLflow, logged as the parent run's "report"
-    artifact) when `report` = (experiment file, tracking URI) is given, marks the parent run by its
-    children's outcomes; the exit code."""
-    failed = [o for o in outcomes if o["status"] != "FINISHED"]
-    _print_summary(outcomes, stream)
-    if report is not None and not any(o["status"] == "KILLED" for o in failed):
-        write_and_log_report(parent, *report, stream)
-    parent.finish("FAILED" if any(o["status"] == "FAILED" for o in failed) else ("KILLED" if failed else "FINISHED"))
-    return 130 if any(o["status"] == "KILLED" for o in failed) else (1 if failed else 0)
-
-
-def write_and_log_report(parent, path: str, uri: str, stream) -> None:
-    """The comparison report of every run so far; a report that cannot be written is said, not fatal:
-    the training is done and tracked, and `mlgrpo report` can write it later."""
-    from mlgrpo.reports.build import write_report
-
-    print("writing the comparison report ...", file=stream, flush=True)
-    try:
-        parent.flush()
-        files = write_report(path, tracking_uri=uri)
-    except Exception as exc:  # noqa: BLE001 - the runs are safe in MLflow whatever went wrong here
-        why = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
-        print(f"report not written: {why}; run `mlgrpo report {path}` later", file=stream, flush=True)
-        return
-    parent.log_artifact(files.folder, "report")
-    print(f"report: {files.html} (and report.md, figures, tables; also in MLflow as the parent run's "
-          f"'report' artifact)", file=stream, flush=True)
-
-
-def _prepare_models(runs, stream) -> None:
-    """Build each tiny model once, here, before workers start (they would otherwise race to build it)."""
-    from mlgrpo.models.loading import classify_spec, resolve
-
-    for spec in sorted({run.model.policy for run in runs}):
-        if classify_spec(spec)[0] == "tiny":
-            print(f"model {spec}: building or re-using the tiny base model", file=stream, flush=True)
-            resolve(spec)
 
 
 def _schedule(path, pending, uri, output_root: Path, n_workers: int, threads: int, board: ProgressBoard) -> list[dict]:
@@ -305,16 +176,3 @@ def _worker_main(path, index, uri, run_id, run_dir, threads, messages) -> None:
         messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
                       "message": f"{type(exc).__name__}: {exc} (traceback in {log})"})
         raise
-
-
-def _print_summary(outcomes: list[dict], stream) -> None:
-    """Per run and language: the held-out exact match at step 0 and at the end."""
-    rows = [o for o in outcomes if o.get("eval_start") and o.get("eval_end")]
-    if not rows:
-        return
-    print("\nheld-out exact match per language (step 0 -> end):", file=stream)
-    for o in sorted(rows, key=lambda o: o["run"]):
-        start, end = o["eval_start"]["per_language"], o["eval_end"]["per_language"]
-        cells = [f"{lang} {start[lang].get('exact_match', float('nan')):.2f}->{end[lang].get('exact_match', float('nan')):.2f}"
-                 for lang in sorted(end)]
-        print(f"  {o['run']:<28} " + "  ".join(cells), file=stream)

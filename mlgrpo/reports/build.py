@@ -1,6 +1,6 @@
 """`mlgrpo report`: read a comparison from MLflow and write report.html, report.md, figures and tables.
 
-    source (YAML file or MLflow experiment name) -> tracking.reader -> collect.Comparison
+    MLflow experiment -> tracking.reader -> collect.Comparison
     -> analysis tables -> conclusions -> figures (PNG) -> content.Report -> render (HTML, Markdown)
     -> tables as CSV, blind A/B sheet and key
 
@@ -42,26 +42,11 @@ class ReportFiles:
     blind_key: Path | None
 
 
-def resolve_source(source: str, tracking_uri: str | None) -> tuple[str, str]:
-    """(tracking URI, MLflow experiment name) for a YAML file or an experiment name."""
-    from mlgrpo.tracking import resolve_tracking_uri
-
-    path = Path(source)
-    if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
-            raise UserError(f"{source}: no such experiment file")
-        from mlgrpo.experiments import load_experiment
-
-        experiment = load_experiment(str(path))
-        return resolve_tracking_uri(tracking_uri, experiment.tracking.uri), experiment.tracking_experiment
-    return resolve_tracking_uri(tracking_uri, None), source
-
-
-def write_report(source: str, *, tracking_uri: str | None = None, out: str | Path | None = None,
+def write_report(uri: str, name: str, *, out: str | Path | None = None,
                  progress=lambda message: None) -> ReportFiles:
+    """The report of MLflow experiment `name` at `uri`, in `out` (default reports/<name>/)."""
     from mlgrpo.tracking.reader import read_experiment
 
-    uri, name = resolve_source(source, tracking_uri)
     record = read_experiment(uri, name, progress=progress)
     if not record.runs:
         raise UserError(f"experiment {name!r} at {record.uri} has no runs yet; run it first (mlgrpo run ...)")
