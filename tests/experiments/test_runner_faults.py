@@ -51,6 +51,16 @@ def child_runs(folder: Path):
     return client, runs
 
 
+def max_difference(a: Path, b: Path) -> float:
+    """Largest absolute difference between the final weights of grpo-seed0 in two run folders."""
+    from safetensors.torch import load_file
+
+    final = Path("runs") / "trimmed-quickstart" / "grpo-seed0" / "final" / "model.safetensors"
+    first, second = load_file(a / final), load_file(b / final)
+    assert first.keys() == second.keys()
+    return max(float((first[k].float() - second[k].float()).abs().max()) for k in first)
+
+
 def check_finished_once(folder: Path) -> None:
     client, runs = child_runs(folder)
     assert [(r.data.tags["arm"], r.info.status) for r in runs] == [("grpo", "FINISHED")]
@@ -76,7 +86,17 @@ def test_sigkill_mid_run_then_rerun_resumes_from_the_checkpoint(tmp_path, reliab
     assert "grpo-seed0: FINISHED" in again.stderr
     check_finished_once(tmp_path)
     assert "Traceback" not in worker_log
-    reliability.record("fault", "SIGKILL of mlgrpo run mid-step, then the same command", "survived")
+    # ... and it ends with the parameters of the same run never interrupted
+    (tmp_path / "whole").mkdir()
+    longer_trimmed(tmp_path / "whole")
+    whole = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml", "--only", "grpo"],
+                           cwd=tmp_path / "whole", capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    difference = max_difference(tmp_path, tmp_path / "whole")
+    assert difference <= 1e-6
+    reliability.record("fault", "SIGKILL of mlgrpo run mid-step, then the same command", "survived",
+                       max_abs_param_difference=difference)
 
 
 @pytest.mark.slow
