@@ -59,7 +59,7 @@ def _inspect(args: argparse.Namespace) -> int:
     from mlgrpo.data.prepare import check_writable, write_lines_atomic
 
     if args.card:
-        check_writable(Path(args.card))
+        check_writable(Path(args.card), args.input)
     report = inspect_source(args.input, **_options(args))
     print(json.dumps(report, ensure_ascii=False) if args.json else render_text(report))
     if args.card:

@@ -80,13 +80,16 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output or f"eval-{_slug(args.model)}-{_slug(args.data)}.json")
     if not output.parent.is_dir():
         raise UserError(f"cannot write the report to {output}: folder {output.parent} does not exist")
+    if Path(args.data).is_file() and output.resolve() == Path(args.data).resolve():
+        raise UserError(f"--output {output} is the --data file; write the report to another file")
     if not 0.0 <= args.collapse_threshold <= 1.0:
         raise UserError(f"--collapse-threshold must be between 0 and 1, got {args.collapse_threshold}")
-    tracker = None if args.no_mlflow else _open_tracker(args)
     baseline = EvalReport.from_json(_read_baseline(args.baseline), args.baseline) if args.baseline else None
     records, notes = load_eval_records(args.data, languages=_names(args.languages), per_language=args.per_language,
                                        seed=args.seed)
     reward_funcs, weights = _rewards(_names(args.rewards))
+    # After the checks above: opening a local store creates it, and a refused command leaves nothing behind.
+    tracker = None if args.no_mlflow else _open_tracker(args)
     print(f"mlgrpo eval: {len(records)} prompts; loading {args.model}", file=sys.stderr, flush=True)
     model, tokenizer = load_policy(args.model, dtype=args.dtype, device=args.device)
     reference = None
@@ -116,6 +119,9 @@ def _read_baseline(path: str) -> dict:
         raise UserError(f"cannot read the baseline report {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"the baseline report {path} is not JSON (line {exc.lineno}: {exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"the baseline report {path} is not UTF-8 text (byte {exc.start + 1}); give the JSON report "
+                        "an earlier `mlgrpo eval` wrote") from None
 
 
 def _rewards(names: list[str] | None):

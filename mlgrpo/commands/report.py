@@ -43,10 +43,21 @@ def resolve_source(source: str, tracking_uri: str | None) -> tuple[str, str]:
     return resolve_tracking_uri(tracking_uri, None), source
 
 
+def _require_store(uri: str) -> None:
+    """A report only reads: opening a SQLite store that is not there would create an empty one."""
+    from mlgrpo.tracking.uris import sqlite_path
+
+    db = sqlite_path(uri)
+    if db is not None and not db.exists():
+        raise UserError(f"no MLflow store at {db}: run the experiment first (mlgrpo run ...), or point --tracking-uri "
+                        "(or MLFLOW_TRACKING_URI) at the store its runs went to")
+
+
 def handle(args) -> int:
     from mlgrpo.reports.build import write_report
 
     uri, name = resolve_source(args.experiment, args.tracking_uri)
+    _require_store(uri)
     files = write_report(uri, name, out=args.out,
                          progress=lambda message: print(f"report: {message}", file=sys.stderr, flush=True))
     print(f"report written to {files.folder}/", file=sys.stderr)

@@ -36,6 +36,7 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+_BOM_NAMES = {"utf-32": "UTF-32", "utf-8-sig": "UTF-8", "utf-16": "UTF-16"}
 # Candidates in order of preference (the first wins a tie: cp1252 and latin-1 read most bytes the
 # same). Supersets stand for their base: gb18030 for GBK/GB2312, cp932 for Shift-JIS, cp949 for
 # EUC-KR, cp874 for TIS-620, cp1252 for ISO-8859-1.
@@ -188,17 +189,66 @@ def repair_mojibake(text: str) -> str | None:
     return best if score > log_likelihood(text) else None
 
 
-def _control_share(text: str) -> float:
+def _control_share(text: str, *, undecodable: bool = True) -> float:
     sample = text[:_SAMPLE_BYTES]
-    controls = sum(1 for ch in sample if (ch < " " and ch not in "\t\n\r") or ch == UNDECODABLE)
+    controls = sum(1 for ch in sample if (ch < " " and ch not in "\t\n\r") or (undecodable and ch == UNDECODABLE))
     return controls / len(sample) if sample else 0.0
+
+
+def _misaligned_break(data: bytes, codec: str) -> int | None:
+    """Offset of the first UTF-16/32 line break that is out of step with the code units, or None.
+
+    A byte lost or added in UTF-16, or the wrong byte order, moves every line break after it off the
+    code-unit grid, where it decodes as some other character and the rows run together. In correct
+    text a break's bytes land off the grid only where a U+0Axx or U+0Dxx character (Gurmukhi,
+    Malayalam, Sinhala) precedes a U+xx00 one, which real text does not do.
+    """
+    if not codec.startswith(("utf-16", "utf-32")):
+        return None
+    width = 2 if codec.startswith("utf-16") else 4
+    big = codec.endswith("be") or data.startswith((codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE))
+    start = len(next((bom for bom, _ in _BOMS if data.startswith(bom)), b""))
+    units = [re.escape(ch.encode(f"utf-{8 * width}-{'be' if big else 'le'}")) for ch in "\n\r"]
+    offsets = (m.start() for unit in units for m in re.finditer(unit, data) if (m.start() - start) % width)
+    return min(offsets, default=None)
+
+
+def _check_chosen(data: bytes, text: str, codec: str, method: str, encoding: str | None, source: str) -> None:
+    """Refuse the codec the user named, or the one a byte-order mark announced, where the bytes show it is wrong.
+
+    Otherwise many rows would come out as one garbled row: UTF-8 read as UTF-16 keeps no line break,
+    UTF-16 read in the wrong byte order (or after a lost byte) has its line breaks off the code-unit
+    grid, and UTF-16 read as a one-byte codec is half NULs. Bad bytes here and there are not refused:
+    they are their rows' problem, reported row by row.
+    """
+    mark = next((bom for bom, _ in _BOMS if data.startswith(bom)), b"")
+    if method == "given":
+        read = mark.decode(codec, "replace")
+        if mark and read and not read.startswith("\ufeff"):  # "": a UTF-16/32 codec took the mark as its own
+            raise DataError(f"{source}: starts with a {_BOM_NAMES[bom_codec(data)]} byte-order mark, which "
+                            f"--encoding {encoding} reads as {read!r}; drop --encoding (the mark names the encoding)")
+        how, fix = f"--encoding {encoding}", "drop --encoding to have the encoding detected, or name the right one"
+    else:
+        name = _BOM_NAMES[codec]
+        how, fix = f"as its {name} byte-order mark says", f"if it is not {name}, remove the mark or re-save the file"
+    codec = codecs.lookup(codec).name
+    read_as = f"{source}: read as {codec} ({how})"
+    if b"\x00" not in data and (b"\n" in data or b"\r" in data) and "\n" not in text and "\r" not in text:
+        raise DataError(f"{read_as}, no line break is left and its rows would run together; {fix}")
+    if (shifted := _misaligned_break(data, codec)) is not None:
+        line = data[:shifted].decode(codec, "replace").count("\n") + 1
+        raise DataError(f"{read_as}, its line breaks are out of step from line {line} on (the wrong byte order, "
+                        f"or a byte missing or extra there); {fix}")
+    if _control_share(text, undecodable=False) > _MAX_CONTROL_SHARE:
+        raise DataError(f"{read_as}, it is mostly control characters, not text; {fix}")
 
 
 def decode_bytes(data: bytes, encoding: str | None = None, *, source: str = "input") -> Decoded:
     """Decode a whole file: the user's `encoding`, else a BOM, else strict UTF-8, else detection.
 
     Never raises for bad bytes inside the text (they become UNDECODABLE, counted in `undecodable`);
-    raises DataError when the bytes do not look like text in any candidate codec.
+    raises DataError when the bytes do not look like text in any candidate codec, or not in the codec
+    named or announced by a byte-order mark.
     """
     if encoding is not None:
         codec, method = resolve_encoding(encoding), "given"
@@ -222,4 +272,5 @@ def decode_bytes(data: bytes, encoding: str | None = None, *, source: str = "inp
             )
         return Decoded(text, codecs.lookup(codec).name, "detected", text.count(UNDECODABLE), runner_up, margin)
     text = _decode(data, codec)
+    _check_chosen(data, text, codec, method, encoding, source)
     return Decoded(text, codecs.lookup(codec).name, method, text.count(UNDECODABLE))

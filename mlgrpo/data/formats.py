@@ -33,6 +33,13 @@ EXTENSIONS = {
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _HUB_PREFIX = "hf:"
 _SNIPPET = 60
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# What the csv module's strict-mode errors mean, said for people: a quote out of place is the usual cause.
+_CSV_QUOTE_ERRORS = {
+    "unexpected end of data": "a quoted field starts on this line and is never closed (a quote out of place?)",
+    "expected after": "a quoted field that starts on this line has text after its closing quote "
+                      "(a quote out of place?)",
+}
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,9 @@ def _undecodable(log: ProblemLog, label: str, row: int, text: str, decoded: Deco
 
 
 def _lines(text: str) -> list[str]:
-    lines = text.split("\n")  # not splitlines(): U+2028 and \x1c are legal inside JSON strings
+    # \r\n, \n and a lone \r (old Mac files, or a part of one pasted into another) each end a line, as in
+    # Python's universal newlines; not splitlines(): U+2028 and \x1c are legal inside JSON strings.
+    lines = _LINE_BREAK.split(text)
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line starts no row
     return lines
@@ -140,10 +149,23 @@ def json_rows(text: str, decoded: Decoded, label: str, log: ProblemLog) -> tuple
     return "json", rows()
 
 
+def _csv_problem(exc: csv.Error) -> str:
+    return next((said for known, said in _CSV_QUOTE_ERRORS.items() if known in str(exc)), str(exc))
+
+
 def delimited_rows(text: str, decoded: Decoded, label: str, log: ProblemLog, delimiter: str) -> tuple[tuple[str, ...], Rows]:
-    """(header, rows) of CSV or TSV; a row is numbered by the line it starts on (the header is line 1)."""
+    """(header, rows) of CSV or TSV; a row is numbered by the line it starts on (the header is line 1).
+
+    Quotes are read strictly: a quoted field left open, or closed with text after it, would otherwise
+    swallow the lines after it into one field, and their rows would be lost without a word. Such a
+    row is dropped and reading starts again on the next line, so that the rows after it are kept.
+    """
+    lines = _lines(text)
+    if lines and UNDECODABLE in lines[0]:  # dropping it would make the first row the header
+        raise DataError(f"{label}:1: the header has bytes that are not valid {decoded.encoding} ({snippet(lines[0])}, "
+                        "\ufffd marks them); re-save the file in one encoding, or pass --encoding if it is in another")
     numbered = []
-    for line_no, line in enumerate(_lines(text), 1):
+    for line_no, line in enumerate(lines, 1):
         if UNDECODABLE in line:
             _undecodable(log, label, line_no, line, decoded)
         else:
@@ -151,37 +173,40 @@ def delimited_rows(text: str, decoded: Decoded, label: str, log: ProblemLog, del
     # A long prompt is one field: Python's default limit (128 KiB) would reject it.
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     kind = "TSV" if delimiter == "\t" else "CSV"
-    reader = csv.reader((line + "\n" for _, line in numbered), delimiter=delimiter)
-    header_line = numbered[0][0] if numbered else 1
+
+    def reader_from(start: int):
+        rest = (numbered[i][1] + "\n" for i in range(start, len(numbered)))
+        return csv.reader(rest, delimiter=delimiter, strict=True)
+
+    header_reader = reader_from(0)
     try:
-        header = tuple(next(reader, ()))
+        header = tuple(next(header_reader, ()))
     except csv.Error as exc:
-        raise DataError(f"{label}:{header_line}: not valid {kind}: {exc}") from None
+        raise DataError(f"{label}:1: not valid {kind} in the header: {_csv_problem(exc)}") from None
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
-        raise DataError(f"{label}:{header_line}: the header names {', '.join(map(repr, duplicated))} "
+        raise DataError(f"{label}:1: the header names {', '.join(map(repr, duplicated))} "
                         "more than once; rename the columns")
 
     def rows() -> Rows:
-        consumed = reader.line_num
-        while True:
+        start = header_reader.line_num  # index in `numbered` of the line the next row starts on
+        while start < len(numbered):
+            reader, consumed = reader_from(start), 0
             try:
-                fields = next(reader)
-            except StopIteration:
+                for fields in reader:
+                    row, consumed = numbered[start + consumed][0], reader.line_num
+                    if not any(field.strip() for field in fields):
+                        log.add(label, row, "empty", "a row with no values", dropped=True)
+                    elif len(fields) != len(header):
+                        log.add(label, row, "bad_csv", f"{len(fields)} fields where the header has {len(header)} "
+                                "(a quote or delimiter out of place?)", dropped=True)
+                    else:
+                        yield row, dict(zip(header, fields))
                 return
             except csv.Error as exc:
-                raise DataError(f"{label}:{numbered[consumed][0]}: not valid {kind}: {exc}") from None
-            row, consumed = numbered[consumed][0], reader.line_num
-            if not any(field.strip() for field in fields):
-                log.add(label, row, "empty", "a row with no values", dropped=True)
-            elif len(fields) != len(header):
-                log.add(
-                    label, row, "bad_csv",
-                    f"{len(fields)} fields where the header has {len(header)} (a quote or delimiter out of place?)",
-                    dropped=True,
-                )
-            else:
-                yield row, dict(zip(header, fields))
+                log.add(label, numbered[start + consumed][0], "bad_csv", f"not valid {kind}: {_csv_problem(exc)}",
+                        dropped=True)
+                start += consumed + 1
 
     return header, rows()
 

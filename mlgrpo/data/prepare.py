@@ -44,8 +44,13 @@ class PrepareSummary:
         return dict(Counter(p.kind for p in self.log.problems if not p.dropped))
 
 
-def check_writable(path: Path) -> None:
-    """Fail before any work when `path` cannot be written (folder missing, not a folder, read-only)."""
+def _same_file(a: Path, b: Path) -> bool:
+    return a.exists() and b.exists() and os.path.samefile(a, b)
+
+
+def check_writable(path: Path, source: Any = None) -> None:
+    """Fail before any work when `path` cannot be written (folder missing, not a folder, read-only) or is
+    the input file `source` (writing there would destroy the data being read)."""
     folder = path.parent
     if not folder.exists():
         raise UserError(f"cannot write {path}: the folder {folder} does not exist; create it first")
@@ -55,6 +60,8 @@ def check_writable(path: Path) -> None:
         raise UserError(f"cannot write {path}: it is a folder; give a file name such as {path / 'prepared.jsonl'}")
     if not os.access(folder, os.W_OK):
         raise UserError(f"cannot write {path}: no permission to write in {folder}")
+    if isinstance(source, (str, Path)) and _same_file(path, Path(source)):
+        raise UserError(f"{path} is the input file; write to another file")
 
 
 def _jsonable(value: Any) -> Any:
@@ -112,10 +119,6 @@ def write_lines_atomic(path: Path, lines: Iterable[str]) -> None:
         raise
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    return a.exists() and b.exists() and os.path.samefile(a, b)
-
-
 def prepare(
     source: Any,
     out: str | Path,
@@ -135,9 +138,7 @@ def prepare(
     if problems and Path(problems).resolve() == out.resolve():
         raise UserError(f"{out} is named for both --out and --problems; give the problems their own file")
     for path in (out, Path(problems)) if problems else (out,):
-        check_writable(path)
-        if isinstance(source, (str, Path)) and _same_file(path, Path(source)):
-            raise UserError(f"{path} is the input file; write to another file")
+        check_writable(path, source)
     identifier = identifier_for(candidates, backend)
     records, log, info = read_records(source, **read_options)
     if problems:

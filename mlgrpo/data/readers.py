@@ -254,13 +254,22 @@ def _check_fields(fields: Fields) -> None:
                 raise UserError(f"column {column!r} is named for both {field} and {other}; give each field its own column")
 
 
+def _visible(name: str) -> str:
+    """A column name with its invisible characters (zero-width, bidi, controls, line breaks) escaped."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in name)
+
+
 def _check_columns(table: Table, fields: Fields) -> None:
     """A table whose columns lack the prompt field is unusable as a whole: say so once, up front."""
     if table.columns is None or fields.prompt in table.columns:
         return
     close = difflib.get_close_matches(fields.prompt, table.columns, n=1, cutoff=0.5)
-    hint = f"did you mean --prompt-field {close[0]}? " if close else ""
-    columns = ", ".join(table.columns) or "none"
+    hint = ""
+    if close and _visible(close[0]) != close[0]:
+        hint = f"the column {_visible(close[0])} holds invisible characters (escaped here): remove them, or "
+    elif close:
+        hint = f"did you mean --prompt-field {close[0]}? "
+    columns = ", ".join(map(_visible, table.columns)) or "none"
     raise UserError(f"{table.label}: no column {fields.prompt!r} (columns: {columns}); {hint}name the prompt column with --prompt-field")
 
 

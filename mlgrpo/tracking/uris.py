@@ -44,8 +44,20 @@ def resolve_tracking_uri(cli_uri: str | None, yaml_uri: str | None) -> str:
     """
     for candidate in (cli_uri, yaml_uri, os.environ.get(ENV_VAR)):
         if candidate and candidate.strip():
-            return absolute_sqlite(candidate.strip())
+            return check_store_kind(absolute_sqlite(candidate.strip()))
     return default_tracking_uri()
+
+
+def check_store_kind(uri: str) -> str:
+    """`uri` unchanged, or a UserError for a folder store (a path or file:// URI): MLflow 3 refuses to open
+    one unless MLFLOW_ALLOW_FILE_STORE=true, with an exception that would otherwise surface mid-command."""
+    scheme = uri.split("://", 1)[0] if "://" in uri else ""
+    folder = scheme in ("", "file") and not uri.startswith("sqlite")
+    if folder and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("1", "true", "yes"):
+        raise UserError(f"tracking URI {mask_uri(uri)} is a folder store, which MLflow 3 keeps in maintenance mode "
+                        "and refuses to open; use a database such as sqlite:///mlflow.db or a server URL (or set "
+                        "MLFLOW_ALLOW_FILE_STORE=true to use the folder anyway)")
+    return uri
 
 
 def absolute_sqlite(uri: str) -> str:

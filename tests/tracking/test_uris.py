@@ -69,3 +69,19 @@ def test_a_store_that_cannot_be_created_is_one_line(tmp_path):
 
     with pytest.raises(UserError, match="cannot open the MLflow store at sqlite:////proc/no/mlflow.db"):
         Tracker.open("sqlite:////proc/no/mlflow.db", "x", outbox_dir=tmp_path)
+
+
+def test_a_folder_store_is_refused_unless_mlflow_is_told_to_allow_it(monkeypatch):
+    import pytest
+
+    from mlgrpo.errors import UserError
+    from mlgrpo.tracking.uris import check_store_kind, resolve_tracking_uri
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    for folder in ("./mlruns", "/tmp/mlruns", "file:///tmp/mlruns"):
+        with pytest.raises(UserError, match="folder store"):
+            resolve_tracking_uri(folder, None)
+    assert check_store_kind("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
+    assert check_store_kind("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    assert resolve_tracking_uri("/tmp/mlruns", None) == "/tmp/mlruns"
