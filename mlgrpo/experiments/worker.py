@@ -103,9 +103,16 @@ def _any_rank(value: bool) -> bool:
 
 
 def latest_checkpoint(folder: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest checkpoint the trainer finished writing; one a kill cut short is passed over (runs keep
+    two checkpoints, so the one before it is still there)."""
+    import re
 
-    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+    from mlgrpo.trainers.grpo import complete_checkpoint
+
+    if not folder.is_dir():
+        return None
+    found = [(int(m[1]), p) for p in folder.iterdir() if (m := re.fullmatch(r"checkpoint-(\d+)", p.name)) and p.is_dir()]
+    return next((str(p) for _, p in sorted(found, reverse=True) if complete_checkpoint(p)), None)
 
 
 def execute_run(experiment_path: str, run_index: int, tracking_uri: str, child_run_id: str | None, run_dir: str,
@@ -185,7 +192,8 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
         eval_start = json.loads(state_file.read_text(encoding="utf-8"))
         start_report.append(EvalReport.from_json(eval_start, str(state_file)))
     args = grpo_config(run, str(run_dir / "checkpoints"), reward_weights=weights,
-                       save_strategy="steps", save_steps=experiment.run_settings.checkpoint_every, save_total_limit=1)
+                       save_strategy="steps", save_steps=experiment.run_settings.checkpoint_every,
+                       save_total_limit=2)  # 2: when a kill cuts the newest short, the one before is complete
     trainer = TRAINERS[run.algorithm.name](
         model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(train_records),
         processing_class=tokenizer, algorithm=run.algorithm, sampler=run.sampler, reward_guard=guard,

@@ -45,7 +45,8 @@ _OPEN: weakref.WeakSet[RunHandle] = weakref.WeakSet()
 
 def is_transient(exc: BaseException) -> bool:
     """True for errors that mean "the store is away or busy, try again": a refused or timed-out HTTP
-    connection anywhere in the exception chain, or MLflow's TEMPORARILY_UNAVAILABLE (a locked SQLite file)."""
+    connection anywhere in the exception chain, MLflow's TEMPORARILY_UNAVAILABLE (a locked SQLite file),
+    or two runs inserting the same dataset at once (DATASET_RACE)."""
     import requests
     from mlflow.exceptions import MlflowException
 
@@ -58,8 +59,16 @@ def is_transient(exc: BaseException) -> bool:
             return True
         if isinstance(current, MlflowException) and current.error_code in TRANSIENT_CODES:
             return True
+        if DATASET_RACE in str(current):
+            return True
         current = current.__cause__ or current.__context__
     return False
+
+
+# Two runs logging the same dataset (every arm of a seed trains on the same records) at the same moment:
+# MLflow's store checks that the dataset is new, then both insert it, and the second insert breaks the
+# unique key. Tried again, the dataset exists and is linked to the run.
+DATASET_RACE = "UNIQUE constraint failed: datasets."
 
 
 def one_line(exc: BaseException) -> str:

@@ -60,6 +60,12 @@ class BatchRows:
     rewards_per_func: Tensor  # (N, F) raw reward of each function, NaN where it returned None
 
 
+def complete_checkpoint(folder: str | os.PathLike) -> bool:
+    """True when `folder` is a checkpoint this trainer finished writing: HF's files, then (last) mlgrpo's
+    state file of the main process. A run killed while saving leaves a folder without it."""
+    return os.path.isfile(os.path.join(folder, EXTRA_STATE.format(rank=0)))
+
+
 class EpochSeekingRepeatSampler(RepeatSampler):
     """TRL's RepeatSampler, same orders, that can start at any epoch.
 
@@ -319,7 +325,8 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         os.makedirs(folder, exist_ok=True)  # every process writes its own file, as HF's RNG states
         path = os.path.join(folder, EXTRA_STATE.format(rank=self.accelerator.process_index))
         torch.save(self._extra_state(), path + ".tmp")
-        os.replace(path + ".tmp", path)  # a run killed while writing leaves no half file to resume from
+        # Written last and atomically: its presence marks a finished checkpoint (see complete_checkpoint).
+        os.replace(path + ".tmp", path)
 
     def _extra_state(self) -> dict:
         """What resuming needs beyond HF's checkpoint (weights, optimiser, scheduler, RNG, trainer state).

@@ -161,14 +161,16 @@ class PPOTrainer(MultilingualGRPOTrainer):
     # ---- checkpoints --------------------------------------------------------------------------------
 
     def _save_checkpoint(self, model, trial):
+        # The critic first: the base class writes mlgrpo's state file last, and a checkpoint without that
+        # file is an unfinished one (a run killed while saving), which resuming passes over.
+        if self.args.should_save:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            os.makedirs(folder, exist_ok=True)
+            critic = self.accelerator.unwrap_model(self.critic)
+            state = {k: v.contiguous() for k, v in critic.state_dict().items() if not self._is_policy_tensor(k)}
+            save_file(state, os.path.join(folder, CRITIC_WEIGHTS))
+            torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER))
         super()._save_checkpoint(model, trial)
-        if not self.args.should_save:
-            return
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        critic = self.accelerator.unwrap_model(self.critic)
-        state = {k: v.contiguous() for k, v in critic.state_dict().items() if not self._is_policy_tensor(k)}
-        save_file(state, os.path.join(folder, CRITIC_WEIGHTS))
-        torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER))
 
     def _is_policy_tensor(self, key: str) -> bool:
         """With a value head on the policy's backbone, the backbone is saved with the policy already."""
