@@ -58,7 +58,7 @@ def test_same_script_languages_go_through_the_identifier():
         "Jibu ni ishirini na moja.",
         "The answer is twenty one.",
         "Jibu ni ishirini na moja. The answer is twenty one in English.",
-        "Die Antwort ist einundzwanzig. But in English it is twenty one.",
+        "Die Antwort ist einundzwanzig. But in English the answer is twenty one, of course.",
         "我们今天去北京。",
         "答案是二十一。The answer is twenty one.",
         "Ответ: двадцать один.",
@@ -66,9 +66,12 @@ def test_same_script_languages_go_through_the_identifier():
     languages = ["sw", "sw", "sw", "de", "zh", "zh", "uk"]
     got = score(completions, languages, candidates=LANGUAGES)
     # sw sentence: Jibu 4 + ni 2 + ishirini 8 + na 2 + moja 4 = 20 letters; the English one: 3 + 6 + 2 + 6 + 3
-    # + 2 + 7 = 29 -> 20/49. German: Die 3 + Antwort 7 + ist 3 + einundzwanzig 13 = 26 of 26 + 3 + 2 + 7 + 2
-    # + 2 + 6 + 3 = 51 -> 26/51. 答案是二十一 is 6 of 6 + 20 -> 6/26. Russian text in a "uk" row -> 0.
-    assert got == pytest.approx([1.0, 0.0, 20 / 49, 26 / 51, 1.0, 6 / 26, 0.0])
+    # + 2 + 7 = 29 -> 20/49. German: Die 3 + Antwort 7 + ist 3 + einundzwanzig 13 = 26 of 26 + (But 3 + in 2
+    # + English 7 + the 3 + answer 6 + is 2 + twenty 6 + one 3 + of 2 + course 6 = 40) -> 26/66. (The short
+    # "But in English it is twenty one" gets p(de) = 0.050 from the default identifier: exactly on the
+    # plausibility threshold, so it is no test of the rule.) 答案是二十一 is 6 of 6 + 20 -> 6/26. Russian
+    # text in a "uk" row -> 0.
+    assert got == pytest.approx([1.0, 0.0, 20 / 49, 26 / 66, 1.0, 6 / 26, 0.0])
 
 
 def test_a_segment_counts_unless_its_language_is_implausible():
