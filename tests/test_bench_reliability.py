@@ -20,6 +20,7 @@ def test_totals_and_sections_from_records():
     assert "| bad input: data file | 2 | 50 | 12 | 350 | 0 | 0 |" in text
     assert "## Bad input: data file" in text and "`t::b`" in text
     assert "| security | 0 | 0 |" in text  # nothing recorded: nothing claimed
+    assert "| load |" not in text  # the load benchmark speaks for itself below
     assert "Not measured in this run" in text
 
 

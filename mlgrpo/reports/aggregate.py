@@ -83,6 +83,8 @@ def aggregate_differences(a: Sequence[np.ndarray], b: Sequence[np.ndarray], lowe
     `n_pairs` is the fewest pairs of any language (stats.verdict needs at least 2)."""
     if not a:
         return {}
+    if all(x.shape[1] == 1 for x in a) and [x.shape for x in a] == [y.shape for y in b]:
+        return _per_seed_differences(a, b, lower_is_better, level, n_boot, seed)
     if [x.shape for x in a] != [y.shape for y in b]:
         raise ValueError(f"arms must have the same shapes per language, got {[x.shape for x in a]} and "
                          f"{[y.shape for y in b]}")
@@ -105,3 +107,18 @@ def aggregate_differences(a: Sequence[np.ndarray], b: Sequence[np.ndarray], lowe
         mean = float(reduce(point_a, row, lower_is_better) - reduce(point_b, row, lower_is_better))
         out[row] = Difference(mean, low, high, p, n_pairs, 0, n_seeds, n_seeds > 1, level)
     return out
+
+
+def _per_seed_differences(a, b, lower_is_better: bool, level: float, n_boot: int, seed: int) -> dict[str, Difference]:
+    """Seed-level values only (no per-prompt scores): each seed's aggregate is one paired observation, tested
+    like a language (stats.paired_difference: sign flips over seeds). A bootstrap over two or three seeds
+    has a handful of distinct replicates and would give a tight interval and a tiny p that mean nothing."""
+    from mlgrpo.reports.stats import paired_difference
+
+    values_a = np.concatenate(a, axis=1)  # (S, L): each seed's value per language
+    values_b = np.concatenate(b, axis=1)
+    both = ~(np.isnan(values_a) | np.isnan(values_b))
+    values_a, values_b = np.where(both, values_a, np.nan), np.where(both, values_b, np.nan)
+    return {row: paired_difference(reduce(values_a, row, lower_is_better)[:, None],
+                                   reduce(values_b, row, lower_is_better)[:, None], level=level, n_boot=n_boot,
+                                   seed=seed) for row in ROWS}

@@ -107,7 +107,10 @@ def _assemble(comp: Comparison, folder: Path, progress) -> tuple[Report, list[Ta
                 paragraphs=[f"Baseline arm: {analysis.baseline_arm(comp)}. Only differences whose Holm-adjusted "
                             "p-value is below 0.05 and whose 95% interval excludes zero are stated as differences."]),
         Section("Setup", bullets=_setup(comp), tables=[tables["differences"]]),
-        Section("Training curves", paragraphs=["Mean over seeds with a 95% t-band (no band with one seed)."],
+        Section("Training curves", paragraphs=[
+            "Mean over seeds with a 95% t-band (no band with one seed; with two seeds the band is +-12.7 standard "
+            "errors, so it is wide). Training curves (train/...) are a rolling mean over about 1/10 of the logged "
+            "points first; held-out curves are drawn as measured, at each evaluation."],
                 figures=figures["curves"]),
         Section("Final metrics", tables=[tables["final_metrics"], tables["paired_differences"]],
                 figures=figures["final"]),
@@ -160,15 +163,21 @@ def _per_language(params: dict) -> str:
     return ", ".join(f"{lang} {n}" for lang, n in pairs) or "all"
 
 
+def smoothing_window(steps: int) -> int:
+    """Training curves are drawn as a rolling mean over about 1/10 of the logged points (1 for short runs):
+    per-step rewards of a few prompts jump by more than the differences between arms."""
+    return max(1, round(steps / 10))
+
+
 def _bands(comp: Comparison, key: str, per_sample: bool = False) -> dict:
     """{arm: (x, mean, low, high)} of metric `key` over each arm's seeds; x in steps, or in completions drawn."""
-    from mlgrpo.reports.stats import curve_band
+    from mlgrpo.reports.stats import curve_band, rolling_mean
 
     out = {}
     for arm in comp.arms:
         steps, values = comp.curve(arm, key)
         if len(steps):
-            band = curve_band(values)
+            band = curve_band(rolling_mean(values, smoothing_window(len(steps))) if key.startswith("train/") else values)
             scale = analysis.samples_per_step(next(iter(comp.runs[arm].values()))) if per_sample else 1.0
             out[arm] = (steps * scale, band.mean, band.low, band.high)
     return out

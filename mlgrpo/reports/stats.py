@@ -364,3 +364,21 @@ def _check_level(level: float, n_boot: int) -> None:
         raise ValueError(f"level must be in (0, 1), got {level}")
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+
+
+def rolling_mean(values, window: int) -> np.ndarray:
+    """(S, T) -> (S, T): each point the mean of the `window` points ending at it (fewer at the start),
+    NaN skipped; a point with no value in its window is NaN. For noisy per-step training curves.
+
+    Hand-worked, window 2: [1, 3, NaN, 5] -> [1, 2, 3, 5].
+    """
+    x = np.atleast_2d(np.asarray(values, dtype=float))
+    if window <= 1 or x.shape[1] == 0:
+        return x.copy()
+    valid = ~np.isnan(x)
+    sums = np.cumsum(np.where(valid, x, 0.0), axis=1)
+    counts = np.cumsum(valid, axis=1).astype(float)
+    sums[:, window:] = sums[:, window:] - sums[:, :-window]
+    counts[:, window:] = counts[:, window:] - counts[:, :-window]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.where(counts > 0, counts, 1.0), np.nan)

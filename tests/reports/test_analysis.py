@@ -129,3 +129,14 @@ def test_arms_follow_the_experiment_order_and_missing_seeds_are_warned():
     assert any("grpo has no run for seed(s) 1" in w for w in comp.warnings)
     scores = comp.scores("grpo", "exact_match", "en")
     assert scores.shape == (2, 4) and math.isnan(scores[1, 0])
+
+
+def test_seed_level_aggregates_are_tested_over_seeds_not_claimed_from_two():
+    # no per-prompt scores, 2 seeds: grpo is 0.1 above ppo in both seeds and both languages. Over seeds the
+    # smallest sign-flip p with 2 pairs is 2 / 4 = 0.5: no difference can be claimed, whatever its size.
+    runs = [run("ppo", s, [0.5] * 4, [0.4] * 4, items=False) for s in (0, 1)]
+    runs += [run("grpo", s, [0.6] * 4, [0.5] * 4, items=False) for s in (0, 1)]
+    paired = analysis.paired_table(comparison(runs), ["exact_match"])
+    macro = paired[paired.language == "macro"].iloc[0]
+    assert macro.difference == pytest.approx(0.1) and macro.p == pytest.approx(0.5)
+    assert set(paired.verdict) == {"no_difference"}

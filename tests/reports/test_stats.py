@@ -253,3 +253,12 @@ def test_steps_to_fraction_hand_worked():
 def test_count_nonfinite():
     assert count_nonfinite([1.0, nan, math.inf, -math.inf, 2.0]) == 3
     assert count_nonfinite(np.zeros((2, 3))) == 0
+
+
+def test_rolling_mean_by_hand():
+    from mlgrpo.reports.stats import rolling_mean
+
+    # window 2: [1] -> 1; [1, 3] -> 2; [3, NaN] -> 3; [NaN, 5] -> 5
+    np.testing.assert_allclose(rolling_mean([[1.0, 3.0, np.nan, 5.0]], 2), [[1.0, 2.0, 3.0, 5.0]])
+    np.testing.assert_allclose(rolling_mean([[1.0, 2.0]], 1), [[1.0, 2.0]])
+    assert np.isnan(rolling_mean([[np.nan, np.nan, 1.0]], 2)[0, 1])
