@@ -164,3 +164,25 @@ def test_unknown_experiment_is_one_clear_line(tmp_path):
     assert "no MLflow experiment named 'nope'" in result.stderr and "exists" in result.stderr
     missing = report("missing.yaml", cwd=tmp_path)
     assert missing.returncode == 2 and "no such experiment file" in missing.stderr
+
+
+@pytest.mark.skipif(not any(map(__import__("shutil").which, ("chromium", "chromium-browser", "google-chrome"))),
+                    reason="no chromium, chromium-browser or google-chrome on PATH")
+def test_a_written_report_renders_in_a_headless_browser(written, tmp_path):
+    """The report of a real store (figures from real metrics), screenshot in Chromium: not blank, images
+    decoded (a screenshot of a page whose figures failed would be text on white only)."""
+    import shutil
+
+    from matplotlib.image import imread
+
+    out, _ = written
+    browser = next(b for b in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if b)
+    shot = tmp_path / "shot.png"
+    result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,6000",
+                             f"--screenshot={shot}", (out / "report.html").as_uri()],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    pixels = imread(shot)[..., :3]
+    colourful = (pixels.max(axis=-1) - pixels.min(axis=-1)) > 0.3  # plot lines and bars, not grey text
+    assert pixels.std() > 0 and colourful.sum() > 2000
