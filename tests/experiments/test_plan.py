@@ -70,9 +70,9 @@ def test_config_hash_is_stable_across_key_order_and_moves_with_a_setting(write):
     model_block, _, tail = rest.partition("data:")
     reordered = load_experiment(write(head + "data:" + tail + "\nmodel:" + model_block, "b.yaml")).plan()[1]
     assert reordered.config_hash == original.config_hash
-    changed = load_experiment(write(edited("learning_rate: 2.0e-4", "learning_rate: 1.0e-4"), "c.yaml")).plan()[1]
+    changed = load_experiment(write(edited("learning_rate: 1.0e-4", "learning_rate: 2.0e-4"), "c.yaml")).plan()[1]
     assert changed.config_hash != original.config_hash
-    assert changed.flat_params["training.learning_rate"] == "0.0001"
+    assert changed.flat_params["training.learning_rate"] == "0.0002"
 
 
 def test_flat_params_are_strings_for_mlflow(quickstart):
@@ -87,7 +87,7 @@ def test_resolved_yaml_reads_back(quickstart):
     resolved = yaml.safe_load(quickstart.resolved_yaml())
     assert list(resolved["arms"]) == ["ppo", "grpo", "grpo-lang-balanced"]
     assert resolved["arms"]["grpo"]["config_hash"] == quickstart.plan()[1].config_hash
-    assert resolved["arms"]["ppo"]["training"]["learning_rate"] == 2e-4
+    assert resolved["arms"]["ppo"]["training"]["learning_rate"] == 1e-4
     assert resolved["tracking"]["experiment"] == "quickstart"
     assert resolved["run"]["output_dir"] == "runs/quickstart"
 
