@@ -124,8 +124,8 @@ def test_model_text_is_escaped_in_html(written):
     html = (out / "report.html").read_text(encoding="utf-8")
     parser = Tags()
     parser.feed(html)
-    assert "script" not in parser.tags and "img" not in parser.tags or all(
-        v.startswith("data:image/png;base64,") for t, k, v in parser.attrs if t == "img" and k == "src")
+    assert "script" not in parser.tags
+    assert all(v.startswith("data:image/png;base64,") for t, k, v in parser.attrs if t == "img" and k == "src")
     assert not [a for a in parser.attrs if a[1].startswith("on")]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "\u202e" not in html  # a bidi override cannot reorder the page
@@ -141,7 +141,6 @@ def test_blind_sheet_hides_the_arms_and_its_key_names_them(written):
     assert len(sheet) == 6 and set(key) == {r["row"] for r in sheet}
     assert {key[r["row"]]["A"] for r in sheet} == {"ppo", "grpo"}  # both orders occur
     for row in sheet:
-        assert "ppo" not in row or True
         arm_a = key[row["row"]]["A"]
         assert row["output A"].lstrip("'").startswith(arm_a)  # the key says which output is which
         assert not row["output A"].startswith("=")  # no spreadsheet formula
