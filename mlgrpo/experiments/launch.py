@@ -19,7 +19,7 @@ import time
 
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.progress import ProgressBoard
-from mlgrpo.experiments.session import check_output, close_parent, open_runs, output_root, print_plan
+from mlgrpo.experiments.session import check_output, close_parent, mark_run, open_runs, output_root, print_plan
 from mlgrpo.runtime import default_threads
 
 
@@ -58,21 +58,43 @@ def run_distributed(path: str, *, tracking_uri: str | None, only, seeds, dry_run
         return 2
     local = int(os.environ.get("LOCAL_WORLD_SIZE", state.num_processes))
     threads = max(1, default_threads() // max(1, local))
-    outcomes = []
-    for index, run_name, run_id in todo["runs"]:
-        started = time.perf_counter()
-        outcome = execute_run(str(path), index, todo["uri"], run_id if main else None,
-                              str(output_root(experiment) / run_name), emit=board.update if main else _silent,
-                              threads=threads)
-        outcomes.append({"run": outcome.run_name, "status": outcome.status, "seconds": time.perf_counter() - started,
-                         "message": outcome.message, "eval_start": outcome.eval_start, "eval_end": outcome.eval_end})
+    outcomes: list[dict] = []
+    runs_left = list(todo["runs"])
+    run_name, started = "", time.perf_counter()
+    try:
+        while runs_left:
+            index, run_name, run_id = runs_left.pop(0)
+            started = time.perf_counter()
+            outcome = execute_run(str(path), index, todo["uri"], run_id if main else None,
+                                  str(output_root(experiment) / run_name), emit=board.update if main else _silent,
+                                  threads=threads)
+            outcomes.append({"run": outcome.run_name, "status": outcome.status,
+                             "seconds": time.perf_counter() - started, "message": outcome.message,
+                             "eval_start": outcome.eval_start, "eval_end": outcome.eval_end})
+            if main:
+                board.finished(outcome.run_name, outcome.status, outcome.seconds)
+            if outcome.status != "FINISHED":  # stopped by a signal: every rank agreed on it (worker.StopAtBoundary)
+                break
+    except BaseException as exc:  # the run itself is already FAILED / KILLED (worker.execute_run)
         if main:
-            board.finished(outcome.run_name, outcome.status, outcome.seconds)
-        if outcome.status != "FINISHED":  # stopped by a signal: every rank agreed on it (worker.StopAtBoundary)
-            break
+            status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+            outcomes.append({"run": run_name, "status": status, "seconds": time.perf_counter() - started,
+                             "message": f"{type(exc).__name__}: {exc}"})
+            _close_unstarted(str(path), todo["uri"], runs_left, outcomes)
+            close_parent(parent, outcomes, stream)
+        raise
     if not main:
         return 0
+    _close_unstarted(str(path), todo["uri"], runs_left, outcomes)
     return close_parent(parent, outcomes, stream, report=(str(path), todo["uri"]))
+
+
+def _close_unstarted(path: str, uri: str, runs_left: list, outcomes: list[dict]) -> None:
+    """Runs opened for this invocation but never started (a stop or a failure came first): KILLED, not
+    left RUNNING; the next invocation resumes them."""
+    for _, run_name, run_id in runs_left:
+        mark_run(uri, path, run_id, "KILLED")
+        outcomes.append({"run": run_name, "status": "KILLED", "seconds": 0.0, "message": "not started"})
 
 
 def _from_main(value):

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.progress import ProgressBoard
-from mlgrpo.experiments.session import check_output, close_parent, open_runs, output_root, print_plan, world_size
+from mlgrpo.experiments.session import (check_output, close_parent, mark_run, open_runs, output_root, print_plan,
+                                        world_size)
 from mlgrpo.runtime import default_threads
 
 
@@ -89,7 +90,7 @@ def _schedule(path, pending, uri, output_root: Path, n_workers: int, threads: in
                     _drain(messages, board, active, outcomes, timeout=0.5)
                     if name in active:  # died without a word: a crash, or killed from outside
                         active.pop(name)
-                        _mark(uri, path, run_id, "FAILED")
+                        mark_run(uri, path, run_id, "FAILED")
                         outcomes.append({"run": name, "status": "FAILED", "seconds": time.perf_counter() - started,
                                          "message": f"worker exited with code {process.exitcode}"})
                         board.finished(name, "FAILED", time.perf_counter() - started)
@@ -106,7 +107,7 @@ def _schedule(path, pending, uri, output_root: Path, n_workers: int, threads: in
         _drain(messages, board, active, outcomes, timeout=0.5)
         outcomes += [{"run": n, "status": "KILLED", "seconds": 0.0, "message": "interrupted"} for n in active]
         for _, run, run_id in waiting:  # created for this invocation, never started: not left RUNNING
-            _mark(uri, path, run_id, "KILLED")
+            mark_run(uri, path, run_id, "KILLED")
             outcomes.append({"run": run.run_name, "status": "KILLED", "seconds": 0.0, "message": "not started"})
     return outcomes
 
@@ -126,13 +127,6 @@ def _drain(messages, board, active, outcomes, timeout: float) -> None:
                 print(f"  {message['run']}: {message['message']}", file=board.stream, flush=True)
         else:
             board.update(message)
-
-
-def _mark(uri: str, path: str, run_id: str, status: str) -> None:
-    from mlgrpo.experiments import load_experiment
-    from mlgrpo.tracking import Tracker
-
-    Tracker.open(uri, load_experiment(path).tracking_experiment).attach(run_id).finish(status)
 
 
 def _die_with_parent() -> None:

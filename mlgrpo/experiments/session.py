@@ -109,6 +109,14 @@ def open_runs(experiment, path, runs, tracking_uri, board: ProgressBoard, indexe
     return uri, parent, pending
 
 
+def mark_run(uri: str, path: str, run_id: str, status: str) -> None:
+    """End the child run `run_id` with `status` (a run that will not be executed, or whose process died)."""
+    from mlgrpo.experiments import load_experiment
+    from mlgrpo.tracking import Tracker
+
+    Tracker.open(uri, load_experiment(path).tracking_experiment).attach(run_id).finish(status)
+
+
 def close_parent(parent, outcomes: list[dict], stream, report: tuple[str, str] | None = None) -> int:
     """Prints the summary, writes the comparison report (from MLflow, logged as the parent run's "report"
     artifact) when `report` = (experiment file, tracking URI) is given, marks the parent run by its

@@ -79,15 +79,19 @@ def aggregate_intervals(arrays: Sequence[np.ndarray], lower_is_better: bool = Fa
 def aggregate_differences(a: Sequence[np.ndarray], b: Sequence[np.ndarray], lower_is_better: bool = False,
                           level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> dict[str, Difference]:
     """{"macro" | "worst" | "gap": Difference} of arm a minus arm b, both resampled with the same indices.
-    Only (seed, item) pairs where both arms have a value take part, as in stats.paired_difference;
-    `n_pairs` is the fewest pairs of any language (stats.verdict needs at least 2)."""
-    if not a:
-        return {}
-    if all(x.shape[1] == 1 for x in a) and [x.shape for x in a] == [y.shape for y in b]:
-        return _per_seed_differences(a, b, lower_is_better, level, n_boot, seed)
+    Only (seed, item) pairs where both arms have a value take part, as in stats.paired_difference, and
+    only languages with such pairs; `n_pairs` is the fewest pairs of any of them (stats.verdict needs 2)."""
     if [x.shape for x in a] != [y.shape for y in b]:
         raise ValueError(f"arms must have the same shapes per language, got {[x.shape for x in a]} and "
                          f"{[y.shape for y in b]}")
+    # A language where no (seed, item) has both arms' values takes no part (as `reduce` skips NaN languages).
+    kept = [(x, y) for x, y in zip(a, b) if (~(np.isnan(x) | np.isnan(y))).any()]
+    if not kept:
+        nan = Difference(math.nan, math.nan, math.nan, math.nan, 0, 0, 0, False, level)
+        return {row: nan for row in ROWS}
+    a, b = [x for x, _ in kept], [y for _, y in kept]
+    if all(x.shape[1] == 1 for x in a):
+        return _per_seed_differences(a, b, lower_is_better, level, n_boot, seed)
     both = [np.where(np.isnan(x) | np.isnan(y), np.nan, 1.0) for x, y in zip(a, b)]
     a = [x * m for x, m in zip(a, both)]
     b = [y * m for y, m in zip(b, both)]

@@ -41,18 +41,20 @@ def conclusions(paired: pd.DataFrame, metrics: list[str], seeds: int, alpha: flo
             better = rows[rows.verdict.isin(["a_better", "b_better"])]
             for row in better.itertuples():
                 which = "better" if row.verdict == "a_better" else "worse"
+                higher = row.low > 0  # the side the interval shows, as stats.verdict reads it
                 if row.language == "gap":
-                    side = "wider" if row.difference > 0 else "narrower"
+                    side = "wider" if higher else "narrower"
                     claim = f"{arm}'s gap between languages on {metric} is {side} than {vs}'s"
                 else:
-                    side = "above" if row.difference > 0 else "below"
+                    side = "above" if higher else "below"
                     claim = f"{arm} {side} {vs} {WHERE.get(row.language, 'on ' + row.language)} {metric}"
                 out.append(f"{claim}: {fmt(row.difference)} [{fmt(row.low)}, {fmt(row.high)}], "
                            f"{row.adjustment} p {fmt_p(row.p_adjusted)} ({arm} {which}).")
             same = rows[rows.verdict == "no_difference"]
-            if len(same):
+            for adjustment, group in same.groupby("adjustment", sort=False):
+                how = "Holm across languages" if adjustment == "holm" else "bootstrap p, not Holm-adjusted"
                 out.append(f"No significant difference between {arm} and {vs} on {metric} for "
-                           f"{', '.join(same.language)} (alpha {alpha}, Holm across languages).")
+                           f"{', '.join(group.language)} (alpha {alpha}, {how}).")
             untestable = rows[rows.verdict == "not_testable"]
             if len(untestable):
                 why = ("one seed and no per-prompt scores" if seeds < 2 else "too few paired prompts or missing values")

@@ -140,3 +140,12 @@ def test_seed_level_aggregates_are_tested_over_seeds_not_claimed_from_two():
     macro = paired[paired.language == "macro"].iloc[0]
     assert macro.difference == pytest.approx(0.1) and macro.p == pytest.approx(0.5)
     assert set(paired.verdict) == {"no_difference"}
+
+
+def test_a_language_without_the_metric_does_not_block_the_aggregates():
+    # en differs by +1 on 8 pairs; ja has no value in either arm: the macro is en's, and testable
+    a = [np.ones((2, 4)), np.full((2, 1), np.nan)]
+    b = [np.zeros((2, 4)), np.full((2, 1), np.nan)]
+    rows = aggregate_differences(a, b)
+    assert rows["macro"].mean == pytest.approx(1.0) and rows["macro"].n_pairs == 8
+    assert all(math.isnan(d.mean) for d in aggregate_differences([a[1]], [b[1]]).values())
