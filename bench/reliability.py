@@ -2,6 +2,7 @@
 
     python -m bench.reliability            # the fault, bad-input and security tests, then the load benchmark
     python -m bench.reliability --no-load  # without the load benchmark (its last figures are kept)
+    python -m bench.reliability --no-quickstart  # without the full quickstart in 4 workers (~5 min)
 
 Runs the tests below with MLGRPO_RELIABILITY_LOG set: each records what it tried through the `reliability`
 fixture (tests/conftest.py), and its own asserts decide whether it held. A test that fails is listed as
@@ -29,12 +30,13 @@ TESTS = [
     "tests/experiments/test_mutations.py", "tests/experiments/test_source.py", "tests/data/test_fuzz.py",
     "tests/test_cli_sweep.py", "tests/tracking/test_params.py", "tests/tracking/test_ui.py",
     "tests/reports/test_build.py", "tests/reports/test_hostile_run.py", "tests/reports/test_render.py",
+    "tests/experiments/test_runner.py::test_quickstart_with_four_workers_on_one_sqlite_store",
 ]
 CATEGORIES = ("fault", "bad input: experiment file", "bad input: data file", "bad input: CLI", "security", "load")
 
 
 def run_tests(log: Path) -> tuple[int, str, float]:
-    present = [t for t in TESTS if (ROOT / t).exists()]
+    present = [t for t in TESTS if (ROOT / t.split("::")[0]).exists()]
     env = {**os.environ, "MLGRPO_RELIABILITY_LOG": str(log), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     started = time.perf_counter()
     # No extra -q: pyproject's addopts has one already, and a second hides pytest's summary line.
@@ -106,15 +108,56 @@ def load_figures() -> str:
     return text.split(begin, 1)[1].split(end, 1)[0].strip()
 
 
+def full_quickstart(log: Path, workers: int = 4) -> bool:
+    """experiments/quickstart.yaml at full length in `workers` processes on one new SQLite store, then the
+    store read back: every run FINISHED once, no metric step twice, no "database is locked" anywhere."""
+    from mlflow import MlflowClient
+
+    with tempfile.TemporaryDirectory(prefix="reliability-quickstart-") as folder:
+        work = Path(folder)
+        (work / "quickstart.yaml").write_text((ROOT / "experiments" / "quickstart.yaml").read_text(encoding="utf-8"),
+                                              encoding="utf-8")
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "quickstart.yaml", "--workers",
+                                 str(workers)], cwd=work, capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        logs = [result.stdout, result.stderr] + [p.read_text(encoding="utf-8", errors="replace")
+                                                for p in work.glob("runs/quickstart/*/worker.log")]
+        client = MlflowClient(f"sqlite:///{work}/mlflow.db")
+        experiment = client.get_experiment_by_name("quickstart")
+        runs = client.search_runs([experiment.experiment_id]) if experiment else []
+        children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+        points = twice = 0
+        for run in children:
+            for key in run.data.metrics:
+                steps = [m.step for m in client.get_metric_history(run.info.run_id, key)]
+                points, twice = points + len(steps), twice + len(steps) - len(set(steps))
+    finished = sum(r.info.status == "FINISHED" for r in children)
+    locked = sum(text.lower().count("database is locked") for text in logs)
+    held = result.returncode == 0 and finished == len(children) == 6 and twice == 0 and locked == 0
+    record = {"test": "bench/reliability.py full_quickstart", "category": "fault", "tried": 1, "refused": 0,
+              "rows_in": 0, "rows_lost": 0, "outcome": "survived" if held else "failed",
+              "what": f"experiments/quickstart.yaml at full length, {workers} worker processes on one new sqlite store "
+                      f"({seconds:.0f} s): {finished} of {len(children)} runs FINISHED, {points:,} metric points, "
+                      f"{twice} logged twice, 'database is locked' {locked} times"}
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+    print(record["what"], file=sys.stderr)
+    return held
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-load", action="store_true", help="skip the load benchmark (keep its last figures)")
+    parser.add_argument("--no-quickstart", action="store_true", help="skip the full quickstart in 4 worker processes")
     args = parser.parse_args(argv)
     if not args.no_load:
         subprocess.run([sys.executable, "-m", "bench.bench_load"], cwd=ROOT, check=True)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "records.jsonl"
         code, summary, seconds = run_tests(log)
+        if not args.no_quickstart and not full_quickstart(log):
+            code = code or 1
         records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
     REPORT.write_text(render(records, summary, seconds, load_figures()), encoding="utf-8")
     print(REPORT.read_text(encoding="utf-8"))

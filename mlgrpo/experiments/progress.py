@@ -34,6 +34,12 @@ class ProgressBoard:
         self.started = time.perf_counter()
 
     def update(self, message: dict) -> None:
+        if "note" in message:  # a one-off line about a run ("resuming from checkpoint-40")
+            self._clear()
+            print(f"  {message['run']}: {message['note']}", file=self.stream, flush=True)
+            if self.tty:
+                self._redraw()
+            return
         self.active[message["run"]] = message
         if self.tty:
             self._redraw()

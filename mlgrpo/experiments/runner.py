@@ -14,6 +14,7 @@ no orphan training, and runs left RUNNING are resumed by the next invocation.
 
 from __future__ import annotations
 
+import errno
 import multiprocessing as mp
 import os
 import queue as queue_module
@@ -60,6 +61,9 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
     pending.sort(key=lambda item: item[1].algorithm.name != "ppo")
     n_workers = worker_count(workers if workers is not None else experiment.run_settings.workers, len(pending))
     threads = max(1, default_threads() // n_workers)
+    if pending:
+        print(f"{len(pending)} run(s) to train in {n_workers} worker process(es), {threads} torch thread(s) each",
+              file=stream, flush=True)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     try:
         outcomes = _schedule(str(path), pending, uri, output_root(experiment), n_workers, threads, board)
@@ -129,6 +133,18 @@ def _drain(messages, board, active, outcomes, timeout: float) -> None:
             board.update(message)
 
 
+def _os_error_message(exc: OSError, run_dir: str, log) -> str:
+    """One line for a run stopped by the system; a full disk says what to do (the checkpoints allow it).
+
+    >>> _os_error_message(OSError(28, "No space left on device"), "runs/x/grpo-seed0", "worker.log")
+    'the disk of runs/x/grpo-seed0 is full ([Errno 28] No space left on device): free some space and run the same command again; it resumes from the last complete checkpoint (traceback in worker.log)'
+    """
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"the disk of {run_dir} is full ({exc}): free some space and run the same command again; it resumes "
+                f"from the last complete checkpoint (traceback in {log})")
+    return f"{type(exc).__name__}: {exc} (traceback in {log})"
+
+
 def _die_with_parent() -> None:
     """Ask Linux to send SIGTERM to this worker when its parent dies (even by SIGKILL)."""
     if sys.platform.startswith("linux"):
@@ -166,6 +182,9 @@ def _worker_main(path, index, uri, run_id, run_dir, threads, messages) -> None:
     except UserError as exc:
         messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
                       "message": str(exc)})
+    except OSError as exc:
+        messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
+                      "message": _os_error_message(exc, run_dir, log)})
     except Exception as exc:  # a bug or a library error: report it with its type, the run is FAILED
         messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
                       "message": f"{type(exc).__name__}: {exc} (traceback in {log})"})

@@ -202,6 +202,8 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
                                              Progress(run.run_name, emit)] if main else []),
     )
     _quiet(trainer)
+    if checkpoint is not None and main:
+        emit({"run": run.run_name, "note": f"resuming from {Path(checkpoint).name}"})
     trainer.train(resume_from_checkpoint=checkpoint)
     if flag.requested:
         return RunOutcome(run.run_name, "KILLED", 0.0, eval_start, None, f"stopped by {flag.signal_name}")

@@ -22,6 +22,7 @@ from mlgrpo.langid.models import (
     fasttext_masses,
     fasttext_restricted,
     lingua_languages,
+    lingua_load,
     lingua_scores,
 )
 from mlgrpo.langid.registry import Backend, Sample, Scores, register
@@ -115,6 +116,11 @@ def default_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
     return mix(fast, lingua_scores(sample, asked), FASTTEXT_WEIGHT, MIX_FLOOR)
 
 
+def default_load(candidates: frozenset[str]) -> None:
+    fasttext_masses("")  # loads the fastText model
+    lingua_load(candidates)
+
+
 register(Backend("script", "Unicode scripts and letters, no model: answers where they decide, else 'und'", script_backend_languages, script_only_scores))
 register(
     Backend(
@@ -122,6 +128,7 @@ register(
         "scripts, then fastText lite, mixed with lingua when fastText is unsure",
         script_backend_languages,  # every known code: the scripts table covers them all
         default_scores,
+        default_load,
     )
 )
 

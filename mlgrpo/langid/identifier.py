@@ -84,6 +84,11 @@ class LanguageIdentifier:
             self._cache[text] = guess
         return guess
 
+    def load(self, languages: Iterable[str] | None = None) -> None:
+        """Load the backend's models for `languages` (default: every candidate) now rather than on first use."""
+        if self.backend.load is not None:
+            self.backend.load(self.candidates if languages is None else frozenset(languages) & self.candidates)
+
     def clear_cache(self) -> None:
         self._cache.clear()
 

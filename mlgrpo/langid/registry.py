@@ -38,6 +38,9 @@ class Backend:
     summary: str  # one line for `--help` and error messages
     languages: Callable[[], frozenset[str]]  # every ISO 639-1 code it can answer (may load labels)
     scores: Callable[[Sample, frozenset[str]], Scores]  # (sample, candidates) -> best first
+    # Loads now the models that scoring these candidates needs (otherwise loaded on first use); None
+    # when there is nothing to load.
+    load: Callable[[frozenset[str]], None] | None = None
 
 
 BACKENDS: dict[str, Backend] = {}

@@ -111,9 +111,14 @@ def fast_verdict(segment: Segment, language: str, candidates: Sequence[str] | No
         return False
     if segment.group == "CJK" and segment.kana:
         return language == "ja"
-    pool = candidates if candidates is not None else SCRIPT_LANGUAGES[segment.group]
-    rivals = [lang for lang in pool if lang != language and segment.group in LANGUAGE_GROUPS.get(lang, ())]
-    return None if rivals else True
+    return None if _has_rivals(segment.group, language, None if candidates is None else tuple(candidates)) else True
+
+
+@functools.lru_cache(maxsize=4096)
+def _has_rivals(group: str, language: str, candidates: tuple[str, ...] | None) -> bool:
+    """Whether another candidate language (any language mlgrpo knows, without candidates) is written in `group`."""
+    pool = candidates if candidates is not None else SCRIPT_LANGUAGES[group]
+    return any(lang != language and group in LANGUAGE_GROUPS.get(lang, ()) for lang in pool)
 
 
 @functools.lru_cache(maxsize=4)
@@ -121,6 +126,18 @@ def _identifier(candidates: tuple[str, ...] | None, backend: str):
     from mlgrpo.langid import LanguageIdentifier  # local: loads language models only when a row needs them
 
     return LanguageIdentifier(candidates=list(candidates) if candidates else None, backend=backend)
+
+
+def load_models(candidates: Sequence[str], backend: str = "default") -> None:
+    """Load now the identifier models that scoring rows in `candidates` can ask for: those of the
+    candidates that share a script with another candidate (a segment in a script only its row's language
+    writes is decided without a model). Loading on first use would instead stall the first call (~3 s
+    of CPU for 29 Latin-script languages with lingua)."""
+    pool = tuple(candidates)
+    needed = [lang for lang in pool if lang not in LANGUAGE_GROUPS
+              or any(_has_rivals(group, lang, pool) for group in LANGUAGE_GROUPS[lang])]
+    if needed:
+        _identifier(pool, backend).load(needed)
 
 
 @functools.lru_cache(maxsize=100_000)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +36,8 @@ from trl.trainer.utils import RepeatSampler
 
 from mlgrpo.algorithms import GROUP_KEYS, GroupKeys, compute_advantages, group_stats
 from mlgrpo.errors import UserError
-from mlgrpo.rewards.language import language_consistency
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
+from mlgrpo.trainers import consistency as consistency_process
 from mlgrpo.trainers.config import AlgorithmConfig
 from mlgrpo.trainers.guard import NONFINITE_STEPS, NonfiniteStepGuard
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
@@ -56,7 +57,9 @@ class BatchRows:
     languages: list[str]
     dataset_rows: list[int] | None  # dataset index of each row, when the sampler needs rewards per row
     completion_lengths: list[int]
-    consistency: list[float | None]  # share of each completion in its row's language (None: no letters)
+    # Share of each of this process's completions in its row's language (None: no letters), being measured
+    # in the background; None on the generation batches that no log reads (see _consistency).
+    consistency: Future | None
     rewards_per_func: Tensor  # (N, F) raw reward of each function, NaN where it returned None
 
 
@@ -110,6 +113,7 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         self._language_sampler: LanguageSampler | None = None
         self._repeat_sampler: EpochSeekingRepeatSampler | None = None  # TRL's order, without a sampler config
         self._last_generation: float | None = None
+        self._pending_consistency: list[tuple[str, Future, Tensor, list[str]]] = []
         if sampler is not None and sampler.reward_buckets > 0 and kwargs.get("train_dataset") is not None:
             data = kwargs["train_dataset"]
             if ROW_COLUMN not in data.column_names:
@@ -118,6 +122,8 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         self._check_dataset(self.train_dataset)
         self._check_batch_layout()
         self._candidates = tuple(sorted(set(self.train_dataset[language_column]) - {"und"}))
+        if self._candidates:  # the identifier's models, loaded in the helper while training starts
+            consistency_process.service().load(self._candidates)
 
     # ---- data order -------------------------------------------------------------------------------
 
@@ -171,20 +177,24 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
             languages=gather_object([str(x.get(self.language_column) or "und") for x in inputs]),
             dataset_rows=gather_object([int(x[ROW_COLUMN]) for x in inputs]) if ROW_COLUMN in inputs[0] else None,
             completion_lengths=gather_object([len(ids) for ids in completion_ids_list]),
-            consistency=gather_object(self._consistency(prompts, completions, inputs)),
+            consistency=self._consistency(prompts, completions, inputs),
             rewards_per_func=rewards_per_func,
         )
         return rewards_per_func
 
-    def _consistency(self, prompts, completions, inputs) -> list[float | None]:
+    def _consistency(self, prompts, completions, inputs) -> Future | None:
         """Language consistency of each completion (DeepSeek-R1's language-consistency measure), logged
-        per language whether or not it is also a reward. Measured on the generation batches of logging
-        steps only: it costs language ID per segment (~30 ms for 64 completions on one CPU core), and
-        the batches in between would only be averaged into the logged value."""
+        per language whether or not it is also a reward, or None on batches no log reads.
+
+        Measured on the generation batches of logging steps only (the batches in between would only be
+        averaged into the logged value), and in a helper process (consistency.py): it costs language ID
+        per segment (~15 ms for 64 short completions in 50 languages on one CPU core, bench/bench_load.py),
+        which the helper spends while the step goes on. `log` collects the result, so the value still
+        lands in its step's log."""
         if not self._is_logging_step():
-            return [None] * len(completions)
+            return None
         languages = [x.get(self.language_column) for x in inputs]
-        return language_consistency(prompts, completions, language=languages, candidates=self._candidates or None)
+        return consistency_process.service().measure(prompts, completions, languages, self._candidates or None)
 
     def _is_logging_step(self) -> bool:
         """True when the step being generated for ends a logging window (TRL logs every logging_steps)."""
@@ -210,6 +220,8 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
             group_key = GROUP_KEYS.get(self.algorithm.advantage.group_by)
             output[GROUP_COLUMN] = group_key(keys, self.algorithm.advantage.grouping)[local]
         metrics.update(self._language_metrics(rows, rewards, keys))
+        if rows.consistency is not None:  # measured in the background; `log` adds it to this window's metrics
+            self._pending_consistency.append((mode, rows.consistency, keys.lang_ids, keys.languages))
         if mode == "train" and self._language_sampler is not None and rows.dataset_rows is not None:
             # Every rank calls this with the same gathered values, so their sample orders stay equal.
             scalar = (rewards if rewards.dim() == 1 else self._combined_rewards_from_columns(rewards)).float().cpu()
@@ -256,15 +268,26 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         lengths = keys.lengths.to(scalar.dtype) if keys.lengths is not None else None
         if lengths is not None:
             metrics.update(per_language(lengths, keys.lang_ids, keys.languages, "completion_length"))
-        consistency = torch.tensor([float("nan") if c is None else c for c in rows.consistency],
-                                   dtype=scalar.dtype, device=scalar.device)
-        metrics.update(per_language(consistency, keys.lang_ids, keys.languages, "language_consistency"))
         metrics.update(language_counts(keys.lang_ids, keys.languages))
         # Group sizes as the grouping saw them (prompt groups; TRL's layout makes them G unless the
         # grouping pools prompts).
         sizes = group_stats(scalar, keys.prompt_ids, 0).count
         metrics["groups/mean_size"] = sizes.mean()
         return metrics
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        self._collect_consistency()
+        super().log(logs, start_time)
+
+    def _collect_consistency(self) -> None:
+        """Per-language language consistency of the batches measured since the last log, into the metrics
+        that log averages. Every process calls log at the same step, so the gathers pair up."""
+        pending, self._pending_consistency = self._pending_consistency, []
+        for mode, future, lang_ids, languages in pending:
+            values = gather_object(future.result())
+            consistency = torch.tensor([float("nan") if c is None else c for c in values], device=lang_ids.device)
+            for name, value in to_floats(per_language(consistency, lang_ids, languages, "language_consistency")).items():
+                self._metrics[mode][name].append(value)
 
     def _combined_rewards_from_columns(self, columns: Tensor) -> Tensor:
         weights = torch.tensor(self.algorithm.advantage.objective_weights, dtype=columns.dtype, device=columns.device)

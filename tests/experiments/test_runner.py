@@ -114,3 +114,53 @@ def test_run_under_torchrun_trains_each_run_once_on_two_ranks(tmp_path):
         if "mlflow.parentRunId" in run.data.tags:
             steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/reward/en")]
             assert steps == sorted(set(steps)) and len(steps) == 4
+
+
+@pytest.mark.slow
+def test_quickstart_with_four_workers_on_one_sqlite_store(tmp_path, reliability):
+    """The quickstart's six runs (3 arms x 2 seeds, six languages, evaluation, checkpoints, the report) in 4
+    worker processes writing to one new SQLite store, logging every step: no "database is locked", every
+    run FINISHED once, every metric step logged once. Shortened (a very small tiny model, 8 steps) so that
+    CI can afford it; the full-length quickstart with --workers 4 is recorded in reports/reliability.md."""
+    from .conftest import edited
+
+    text = edited('policy: "tiny:hidden_size=128,num_layers=2,intermediate_size=512,learning_rate=2e-3"',
+                  'policy: "tiny:hidden_size=32,num_heads=2,num_layers=1,intermediate_size=64,max_steps=10,'
+                  'check_every=5,target_exact_match=0.0,train_per_language=40,eval_per_language=4,'
+                  'final_eval_per_language=4,languages=en+es+ru+ar+ja+sw"')
+    for old, new in (("per_language: {en: 400, es: 400, ru: 400, ar: 400, ja: 400, sw: 40}",
+                      "per_language: {en: 40, es: 40, ru: 40, ar: 40, ja: 40, sw: 8}"),
+                     ("num_generations: 16", "num_generations: 4"),
+                     ("per_device_train_batch_size: 64", "per_device_train_batch_size: 8"),
+                     ("max_completion_length: 24", "max_completion_length: 8"), ("max_steps: 250", "max_steps: 8"),
+                     ("logging_steps: 5", "logging_steps: 1"), ("every_steps: 0 ", "every_steps: 4 "),
+                     ("per_language: 50 ", "per_language: 4 "), ("max_new_tokens: 24", "max_new_tokens: 8"),
+                     ("workers: auto", "workers: 4"), ("checkpoint_every: 20", "checkpoint_every: 4")):
+        text = edited(old, new, text)
+    (tmp_path / "quickstart.yaml").write_text(text, encoding="utf-8")
+    result = mlgrpo("run", "quickstart.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "locked" not in result.stderr.lower() and "locked" not in result.stdout.lower()
+    assert "6 run(s) to train in 4 worker process(es)" in result.stderr, result.stderr[-2000:]
+    client, runs = runs_of(f"sqlite:///{tmp_path}/mlflow.db", "quickstart")
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert sorted(r.info.run_name for r in children) == sorted(
+        f"{arm}-seed{seed}" for arm in ("ppo", "grpo", "grpo-lang-balanced") for seed in (0, 1))
+    for run in children:
+        assert run.info.status == "FINISHED", run.info.run_name
+        train = [m.step for m in client.get_metric_history(run.info.run_id, "train/reward/macro")]
+        assert sorted(train) == list(range(1, 9)), (run.info.run_name, train)
+        evals = [m.step for m in client.get_metric_history(run.info.run_id, "eval/exact_match/sw")]
+        assert sorted(evals) == [0, 4, 8], (run.info.run_name, evals)
+    assert (tmp_path / "reports" / "quickstart" / "report.html").is_file()
+    reliability.record("fault", "the quickstart's 6 runs in 4 worker processes on one new sqlite store, logging "
+                       "every step", "survived")
+
+
+def test_runner_doctests():
+    import doctest
+
+    import mlgrpo.experiments.runner as runner
+
+    result = doctest.testmod(runner)
+    assert result.failed == 0 and result.attempted >= 1

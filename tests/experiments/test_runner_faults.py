@@ -163,3 +163,74 @@ def test_a_disk_without_room_is_refused_before_anything_starts(tmp_path, reliabi
     assert "MB free on the disk of" in result.stderr and "run.min_free_mb" in result.stderr
     assert not (tmp_path / "mlflow.db").exists()
     reliability.record("fault", "disk without room for the run (min_free_mb above the free space)", "survived")
+
+
+ENOSPC_HELPER = r'''
+"""Runs inside `unshare --user --map-root-user --mount`: the run folder is a small tmpfs of its own."""
+import errno, json, os, subprocess, sys, time
+from pathlib import Path
+
+folder = Path(sys.argv[1])
+runs = folder / "runs"
+runs.mkdir(exist_ok=True)
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(runs)], capture_output=True).returncode:
+    sys.exit(77)  # no mount here: the test skips
+command = [sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml", "--only", "grpo"]
+env = {**os.environ, "OMP_NUM_THREADS": "1"}
+process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+checkpoints = runs / "trimmed-quickstart" / "grpo-seed0" / "checkpoints"
+deadline = time.monotonic() + 300
+while not any(checkpoints.glob("checkpoint-*/mlgrpo_state_rank0.pt")):  # a complete checkpoint
+    assert process.poll() is None and time.monotonic() < deadline, "no checkpoint was written"
+    time.sleep(0.1)
+filler = os.open(runs / "filler", os.O_WRONLY | os.O_CREAT)  # another job fills the disk mid-run
+for size in (2**20, 4096, 1):
+    try:
+        while True:
+            os.write(filler, b"\0" * size)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, exc
+os.close(filler)
+full_output, _ = process.communicate(timeout=300)
+from mlflow import MlflowClient
+client = MlflowClient(f"sqlite:///{folder}/mlflow.db")
+experiment = client.get_experiment_by_name("trimmed-quickstart")
+statuses = sorted(r.info.status for r in client.search_runs([experiment.experiment_id]))
+os.remove(runs / "filler")  # room again: the same command resumes
+again = subprocess.run(command, cwd=folder, capture_output=True, text=True, env=env, timeout=600)
+print(json.dumps({"full_rc": process.returncode, "full_output": full_output, "statuses_when_full": statuses,
+                  "again_rc": again.returncode, "again_output": again.stderr}))
+'''
+
+
+@pytest.mark.slow
+def test_disk_full_mid_run_stops_cleanly_and_the_same_command_resumes(tmp_path, reliability):
+    """A real ENOSPC: the run folder is a 64 MB tmpfs (a mount namespace of the test's own), which another
+    process fills once the first checkpoint is written. The run stops with one clear line, is marked FAILED
+    (not left RUNNING), and once there is room the same command resumes it from its last checkpoint."""
+    import json
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) here to mount a small tmpfs")
+    longer_trimmed(tmp_path, "  min_free_mb: 0\n")
+    (tmp_path / "enospc.py").write_text(ENOSPC_HELPER, encoding="utf-8")
+    result = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", sys.executable, "enospc.py",
+                             str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    if result.returncode == 77 or "unshare failed" in result.stderr:
+        pytest.skip(f"this machine lets no test mount a tmpfs: {result.stderr.strip()[-200:]}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    full = outcome["full_output"]
+    assert outcome["full_rc"] != 0, full[-3000:]
+    assert "No space left on device" in full and "Traceback" not in full, full[-3000:]
+    assert "grpo-seed0: the disk of runs/trimmed-quickstart/grpo-seed0 is full" in full
+    assert "free some space and run the same command again" in full
+    assert outcome["statuses_when_full"] == ["FAILED", "FAILED"]  # the run and its parent, none RUNNING
+    assert outcome["again_rc"] == 0, outcome["again_output"][-3000:]
+    assert "grpo-seed0: resuming from checkpoint-" in outcome["again_output"], outcome["again_output"][-3000:]
+    assert "grpo-seed0: FINISHED" in outcome["again_output"]
+    check_finished_once(tmp_path)
+    (tmp_path / "outcome.json").write_text(json.dumps(outcome), encoding="utf-8")
+    reliability.record("fault", "disk full mid-run (a 64 MB tmpfs filled after the first checkpoint), then the same "
+                       "command with room again", "survived")

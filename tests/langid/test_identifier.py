@@ -133,3 +133,18 @@ def test_importing_langid_loads_no_model_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_load_fills_the_model_caches_so_the_first_call_does_not_stall():
+    """load() builds the candidates' lingua models up front; the first identification after it loads nothing."""
+    from mlgrpo.langid import models
+
+    models._lingua_preloaded.cache_clear()
+    identifier = LanguageIdentifier(candidates=["de", "nl", "sw"], backend="lingua")
+    identifier.load()
+    assert models._lingua_preloaded.cache_info().currsize == 1
+    identifier.load(["de", "nl"])  # another set: its own preloaded detector, models shared
+    assert models._lingua_preloaded.cache_info().currsize == 2
+    identifier.load(["de"])  # one lingua language: lingua compares none, nothing to load
+    assert models._lingua_preloaded.cache_info().currsize == 2
+    assert identifier.identify("Guten Morgen, wie geht es dir heute?").language == "de"

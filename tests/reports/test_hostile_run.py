@@ -48,20 +48,24 @@ class Page(HTMLParser):
         self.style_blocks += tag == "style"
 
 
-@pytest.mark.slow
-def test_hostile_prompts_and_answers_are_escaped_in_the_report(tmp_path, reliability):
-    write_data(tmp_path / "train.jsonl", 0)
-    write_data(tmp_path / "eval.jsonl", 3)
-    text = TRIMMED.read_text(encoding="utf-8")
-    text = text.replace("name: trimmed-quickstart", "name: hostile")
-    text = text.replace("  suite: numbers\n  languages: [en, ja]\n  per_language: {en: 40, ja: 40}\n",
-                        "  file: train.jsonl\n  eval_file: eval.jsonl\n  languages: [en, ja]\n")
-    text = text.replace("  max_steps: 4\n", "  max_steps: 2\n").replace("seeds: [0]", "seeds: [0]")
+def run_hostile(tmp_path: Path, name: str, *edits: tuple[str, str]) -> tuple[str, str]:
+    """`mlgrpo run` of the trimmed quickstart on train.jsonl / eval.jsonl, with `edits`: (report.html, report.md)."""
+    text = TRIMMED.read_text(encoding="utf-8").replace("name: trimmed-quickstart", f"name: {name}")
+    for old, new in (("  suite: numbers\n  languages: [en, ja]\n  per_language: {en: 40, ja: 40}\n",
+                      "  file: train.jsonl\n  eval_file: eval.jsonl\n  languages: [en, ja]\n"),
+                     ("  max_steps: 4\n", "  max_steps: 2\n"), *edits):
+        assert old in text, old
+        text = text.replace(old, new)
     (tmp_path / "hostile.yaml").write_text(text, encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "hostile.yaml"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
-    page_text = (tmp_path / "reports" / "hostile" / "report.html").read_text(encoding="utf-8")
+    folder = tmp_path / "reports" / name
+    return (folder / "report.html").read_text(encoding="utf-8"), (folder / "report.md").read_text(encoding="utf-8")
+
+
+def assert_inert(page_text: str) -> None:
+    """No tag, attribute, link or bidi override in the page but the report's own."""
     page = Page()
     page.feed(page_text)
     assert page.tags <= ALLOWED_TAGS, page.tags - ALLOWED_TAGS
@@ -71,13 +75,18 @@ def test_hostile_prompts_and_answers_are_escaped_in_the_report(tmp_path, reliabi
     assert all(v.startswith("data:image/png;base64,") for t, k, v in page.attrs if k == "src")
     assert not [v for t, k, v in page.attrs if k == "href" and not v.startswith("#")]
     assert "\u202e" not in page_text
-    shown = html.unescape(page_text)
-    assert "<script>alert(1)</script>" in shown  # shown to the reader as text, in the samples
-    markdown = (tmp_path / "reports" / "hostile" / "report.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_hostile_prompts_and_answers_are_escaped_in_the_report(tmp_path, reliability):
+    write_data(tmp_path / "train.jsonl", 0)
+    write_data(tmp_path / "eval.jsonl", 3)
+    page_text, markdown = run_hostile(tmp_path, "hostile")
+    assert_inert(page_text)
+    assert "<script>alert(1)</script>" in html.unescape(page_text)  # shown to the reader as text, in the samples
     assert "<script>" not in markdown and "\u202e" not in markdown
     reliability.record("security", f"{len(HOSTILE)} hostile strings x 2 languages in prompts and answers through "
                        "mlgrpo run into report.html and report.md", "passed", tried=len(HOSTILE) * 2 * 2)
-
 
 def build_hostile_model(folder: Path, prompts: list[str]) -> str:
     """A tiny Qwen2 taught (a few seconds of supervised steps) to answer every prompt with all of HOSTILE,
@@ -123,31 +132,14 @@ def test_hostile_generations_are_escaped_in_the_report(tmp_path, reliability):
                                                 encoding="utf-8")
     greedy = build_hostile_model(tmp_path / "hostile-model", [r["prompt"] for r in rows["train"] + rows["eval"]])
     assert greedy.strip() == "".join(HOSTILE)  # what the policy says before any RL step
-    text = TRIMMED.read_text(encoding="utf-8")
-    text = text.replace("name: trimmed-quickstart", "name: hostile-generations")
-    text = re.sub(r'  policy: "tiny:[^"]*"', '  policy: "./hostile-model"', text)
-    text = text.replace("  suite: numbers\n  languages: [en, ja]\n  per_language: {en: 40, ja: 40}\n",
-                        "  file: train.jsonl\n  eval_file: eval.jsonl\n  languages: [en, ja]\n")
-    text = text.replace("  max_steps: 4\n", "  max_steps: 2\n").replace("  max_completion_length: 8\n",
-                                                                        "  max_completion_length: 16\n")
-    text = text.replace("  max_new_tokens: 8\n", "  max_new_tokens: 16\n")
-    (tmp_path / "hostile.yaml").write_text(text, encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "hostile.yaml"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 0, result.stderr[-3000:]
-    page_text = (tmp_path / "reports" / "hostile-generations" / "report.html").read_text(encoding="utf-8")
-    page = Page()
-    page.feed(page_text)
-    assert page.tags <= ALLOWED_TAGS, page.tags - ALLOWED_TAGS
-    assert "script" not in page.tags and "iframe" not in page.tags and "svg" not in page.tags
-    assert page.style_blocks == 1
-    assert not [a for a in page.attrs if a[1].startswith("on") or a[1] in ("autofocus", "srcdoc")]
-    assert not [v for t, k, v in page.attrs if k == "href" and not v.startswith("#")]
-    assert "\u202e" not in page_text
+    tiny = re.search(r'  policy: "tiny:[^"]*"\n', TRIMMED.read_text(encoding="utf-8")).group()
+    page_text, markdown = run_hostile(tmp_path, "hostile-generations", (tiny, '  policy: "./hostile-model"\n'),
+                                      ("  max_completion_length: 8\n", "  max_completion_length: 16\n"),
+                                      ("  max_new_tokens: 8\n", "  max_new_tokens: 16\n"))
+    assert_inert(page_text)
     shown = html.unescape(page_text)
     shown_hostile = [h for h in HOSTILE if h.replace("\u202e", "") in shown]
     assert len(shown_hostile) == len(HOSTILE), set(HOSTILE) - set(shown_hostile)  # the generations, as text
-    markdown = (tmp_path / "reports" / "hostile-generations" / "report.md").read_text(encoding="utf-8")
     assert re.search(r"(?<!\\)<(script|iframe|img|svg|style|a )", markdown) is None  # every one backslash-escaped
     assert "\\<iframe" in markdown and "\u202e" not in markdown
     reliability.record("security", f"{len(HOSTILE)} hostile strings written by the policy (a model taught to emit "

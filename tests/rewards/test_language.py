@@ -100,3 +100,22 @@ def test_built_and_conversational():
     funcs, _ = build_reward_functions([RewardSpec("language_consistency", params={"candidates": ["ko", "en"]})])
     completion = [{"role": "assistant", "content": "나는 Python을 좋아해"}]
     assert funcs[0](prompts=[[{"role": "user", "content": "?"}]], completions=[completion], language=["ko"]) == [0.5]
+
+
+def test_load_models_loads_the_languages_that_share_a_script_with_another_candidate(monkeypatch):
+    """The quickstart's languages: en, es and sw share Latin, so a segment in Latin needs the identifier;
+    ru (Cyrillic), ar (Arabic) and ja (kana, or Han with no Chinese candidate) are decided by script."""
+    from mlgrpo.langid import models
+    from mlgrpo.rewards.language import load_models
+
+    loaded = []
+    preload = models._lingua_preloaded
+    monkeypatch.setattr(models, "_lingua_preloaded", lambda codes: loaded.append(codes) or preload(codes))
+    load_models(["en", "es", "ru", "ar", "ja", "sw"])
+    assert loaded == [frozenset({"en", "es", "sw"})]
+    loaded.clear()
+    load_models(["ru", "uk", "el"])  # Cyrillic shared by ru and uk; Greek is el's alone
+    assert loaded == [frozenset({"ru", "uk"})]
+    loaded.clear()
+    load_models(["el", "ko", "th"])  # every script decides: nothing to load
+    assert loaded == []

@@ -138,3 +138,34 @@ def test_bad_rewards_are_counted_and_zeroed_or_fatal(tmp_path, make_model, token
                                       processing_class=tokenizer, reward_guard=fatal)
     with pytest.raises(BadRewardError, match="half_nan"):
         trainer.train()
+
+
+class CapturingTrainer(MultilingualGRPOTrainer):
+    """Keeps each generation batch's completions and languages, as the reward functions saw them."""
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        self.batches = getattr(self, "batches", []) + [(list(completions), [x["language"] for x in inputs])]
+        return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+
+def test_language_consistency_measured_in_the_background_lands_in_its_own_step(tmp_path, make_model, tokenizer,
+                                                                               dataset):
+    from mlgrpo.rewards.language import language_consistency
+
+    trainer = CapturingTrainer(model=make_model(), reward_funcs=[length_reward],
+                               args=grpo_args(tmp_path, max_steps=3, per_device_train_batch_size=16, logging_steps=1),
+                               train_dataset=dataset, processing_class=tokenizer,
+                               sampler=SamplerConfig(name="balanced", seed=0))
+    trainer.train()
+    steps = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert len(steps) == len(trainer.batches) == 3 and not trainer._pending_consistency
+    candidates = sorted(set(dataset["language"]))
+    for entry, (completions, languages) in zip(steps, trainer.batches):
+        values = language_consistency([""] * len(completions), completions, language=languages, candidates=candidates)
+        for lang in LANGUAGES:
+            mine = [v for v, row in zip(values, languages) if row == lang and v is not None]
+            key = f"language_consistency/{lang}"
+            if mine:
+                assert entry[key] == pytest.approx(sum(mine) / len(mine), abs=1e-6), (entry["step"], lang)
+            else:
+                assert entry.get(key) is None, (entry["step"], lang)
