@@ -258,13 +258,24 @@ def thread_cpu_s(prefix: str) -> float:
 
 def helper_cpu_s() -> float:
     """CPU seconds used so far by the trainer's language-consistency helper process (0 before it starts)."""
-    from mlgrpo.trainers.consistency import service
+    from mlgrpo.rewards.helper import service
 
     pid = service().pid
     if pid is None:
         return 0.0
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def helper_peak_rss_mb() -> float:
+    """Peak resident memory of the language-consistency helper process (VmHWM), 0 when none runs."""
+    from mlgrpo.rewards.helper import service
+
+    pid = service().pid
+    if pid is None:
+        return 0.0
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
 
 
 def train_arm(arm: int, prepared: Path, folder: Path) -> dict:
@@ -283,7 +294,7 @@ def train_arm(arm: int, prepared: Path, folder: Path) -> dict:
     from mlgrpo.sampling import SamplerConfig
     from mlgrpo.tracking import FlushPolicy, Tracker, TrackingCallback, tracked_metrics
     from mlgrpo.trainers import MultilingualGRPOTrainer
-    from mlgrpo.trainers.consistency import service as helper_service
+    from mlgrpo.rewards.helper import service as helper_service
 
     with prepared.open(encoding="utf-8") as handle:
         rows = [{k: r[k] for k in ("prompt", "answers", "language")} for r in map(json.loads, handle)]
@@ -350,7 +361,8 @@ def train_arm(arm: int, prepared: Path, folder: Path) -> dict:
     result = {"step_s": [b[0] - a[0] for a, b in zip(ends[WARMUP - 1:], ends[WARMUP:])],
               "cpu_s_per_step": (ends[-1][1] - ends[WARMUP - 1][1]) / STEPS,
               "consistency_cpu_ms": (helper_cpu_s() - callbacks[0].consistency_cpu) / STEPS * 1000,
-              "consistency_ms": statistics.median(logged) * 1000, "consistency_mean_ms": statistics.mean(logged) * 1000}
+              "consistency_ms": statistics.median(logged) * 1000, "consistency_mean_ms": statistics.mean(logged) * 1000,
+              "helper_peak_rss_mb": helper_peak_rss_mb()}
     if handle is not None:
         timed = callbacks[1]
         sender = thread_cpu_s("mlgrpo-outbox")
@@ -380,6 +392,16 @@ def overhead(results: list[list[dict]], arm: int, base: int) -> float:
                              for r in results)
 
 
+def paired_overhead(results: list[list[dict]], arm: int, base: int) -> tuple[float, float, float, int]:
+    """(median, lower quartile, upper quartile, pairs) of step i of `arm` / step i of `base` - 1, over every
+    timed step of every round. The same seed gives every arm the same batches and completions (logging
+    draws no random numbers), so step i is the same work in each arm: pairing by step removes the
+    spread of the work between steps and leaves the machine's."""
+    ratios = sorted(a / b - 1 for r in results for a, b in zip(r[arm]["step_s"], r[base]["step_s"]))
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return statistics.median(ratios), quartiles[0], quartiles[2], len(ratios)
+
+
 def training_report(results: list[list[dict]]) -> tuple[str, dict[str, float]]:
     """(markdown table, summary): step time overheads against arm 0, and the measured costs of logging."""
     from bench._report import markdown_table
@@ -398,10 +420,12 @@ def training_report(results: list[list[dict]]) -> tuple[str, dict[str, float]]:
                      f"{median_of_rounds(arm, 'consistency_ms', None):.1f} / "
                      f"{median_of_rounds(arm, 'consistency_mean_ms', None):.1f}",
                      f"{mean('log_ms'):.2f}" if mean else "-", f"{mean('store_cpu_ms'):.1f}" if mean else "-",
-                     f"{mean('keys'):.0f}" if mean else "-", f"{median_of_rounds(arm, 'peak_rss_mb', None):.0f}"])
+                     f"{mean('keys'):.0f}" if mean else "-", f"{median_of_rounds(arm, 'peak_rss_mb', None):.0f}",
+                     f"{median_of_rounds(arm, 'helper_peak_rss_mb', None):.0f}"])
     step_ms = median_of_rounds(2, "step_s") * 1000
     summary = {
         "wall": overhead(results, 2, 0),
+        "paired": paired_overhead(results, 2, 0),
         "rounds": [statistics.median(r[2]["step_s"]) / statistics.median(r[0]["step_s"]) - 1 for r in results],
         "mlflow": statistics.mean(t["log_ms"] + t["store_cpu_ms"] for t in tracked) / step_ms,
         "consistency": median_of_rounds(2, "consistency_ms", None) / step_ms,
@@ -411,7 +435,8 @@ def training_report(results: list[list[dict]]) -> tuple[str, dict[str, float]]:
                "language consistency: CPU ms/step (helper process)",
                "language consistency: ms the training thread waits for it (median / mean)",
                "ms in on_log (training thread)",
-               "store CPU ms/step (sender thread + final flush)", "metric keys/step", "peak RSS MiB"]
+               "store CPU ms/step (sender thread + final flush)", "metric keys/step", "peak RSS MiB (training process)",
+               "peak RSS MiB (helper: language ID models)"]
     return markdown_table(headers, rows), summary
 
 
@@ -529,7 +554,10 @@ def main(argv: list[str] | None = None) -> None:
             + train_table
             + f"\n\nLogging per-language metrics every step, to SQLite through TrackingCallback: {t['wall'] * 100:+.1f}% "
             f"step time against no per-step logging (median of the rounds: {rounds}; goal < {GOAL_TRACKING:.0%}: "
-            f"{_met(t['wall'] < GOAL_TRACKING)}). Of a tracked step, MLflow (on_log plus all the store's CPU) takes "
+            f"{_met(t['wall'] < GOAL_TRACKING)}); paired by step (step i is the same work in every arm: same seed, same "
+            f"batches and completions) {t['paired'][0] * 100:+.1f}% (median of {t['paired'][3]} pairs, quartiles "
+            f"{t['paired'][1] * 100:+.1f}% and {t['paired'][2] * 100:+.1f}%; goal: {_met(t['paired'][0] < GOAL_TRACKING)}). "
+            "Of a tracked step, MLflow (on_log plus all the store's CPU) takes "
             f"{t['mlflow'] * 100:.1f}% ({_met(t['mlflow'] < GOAL_TRACKING)}: the calls are batched, a send every 5 s); "
             f"waiting for language consistency {t['consistency'] * 100:.1f}% (the helper's CPU is "
             f"{t['consistency_cpu'] * 100:.1f}% of a step, on the core torch leaves free), and the rest of the "

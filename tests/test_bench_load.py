@@ -19,6 +19,7 @@ from bench.bench_load import (
     language_rows,
     language_sizes,
     overhead,
+    paired_overhead,
     training_report,
     time_inspect,
     time_prepare,
@@ -96,7 +97,7 @@ def test_overhead_is_the_median_of_per_round_ratios():
 def test_training_report_attributes_the_tracked_step():
     def arm(step, **extra):
         return {"step_s": [step], "cpu_s_per_step": step, "consistency_ms": 0.0, "consistency_mean_ms": 0.0,
-                "consistency_cpu_ms": 0.0, "peak_rss_mb": 100.0, **extra}
+                "consistency_cpu_ms": 0.0, "peak_rss_mb": 100.0, "helper_peak_rss_mb": 50.0, **extra}
 
     tracked = {"log_ms": 1.0, "store_cpu_ms": 9.0, "keys": 180.0, "finish_s": 0.1}
     results = [[arm(0.30), arm(0.36, consistency_ms=50.0, consistency_cpu_ms=20.0),
@@ -107,3 +108,10 @@ def test_training_report_attributes_the_tracked_step():
     assert summary["consistency"] == pytest.approx(50 / 400)  # the training thread's wait
     assert summary["consistency_cpu"] == pytest.approx(20 / 400)  # the helper's CPU
     assert "| logging every step, TrackingCallback to SQLite | 400 |" in table
+
+
+def test_paired_overhead_pairs_steps_by_index():
+    base = {"step_s": [0.1, 0.2, 0.4]}
+    tracked = {"step_s": [0.11, 0.22, 0.40]}  # +10%, +10%, +0% on the same three steps
+    median, low, high, pairs = paired_overhead([[base, {}, tracked]] * 2, 2, 0)
+    assert median == pytest.approx(0.10) and pairs == 6 and low == pytest.approx(0.0) and high == pytest.approx(0.10)

@@ -18,6 +18,7 @@ import errno
 import multiprocessing as mp
 import os
 import queue as queue_module
+import shutil
 import signal
 import sys
 import time
@@ -133,16 +134,34 @@ def _drain(messages, board, active, outcomes, timeout: float) -> None:
             board.update(message)
 
 
-def _os_error_message(exc: OSError, run_dir: str, log) -> str:
-    """One line for a run stopped by the system; a full disk says what to do (the checkpoints allow it).
+def failure_message(exc: BaseException, run_dir: str, log) -> str:
+    """One line for a run that failed; a full disk says what to do (the checkpoints allow it).
 
-    >>> _os_error_message(OSError(28, "No space left on device"), "runs/x/grpo-seed0", "worker.log")
+    >>> failure_message(OSError(28, "No space left on device"), "runs/x/grpo-seed0", "worker.log")
     'the disk of runs/x/grpo-seed0 is full ([Errno 28] No space left on device): free some space and run the same command again; it resumes from the last complete checkpoint (traceback in worker.log)'
+    >>> failure_message(RuntimeError("boom"), "runs/x/grpo-seed0", "worker.log")
+    'RuntimeError: boom (traceback in worker.log)'
     """
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+    if disk_full(exc, run_dir):
         return (f"the disk of {run_dir} is full ({exc}): free some space and run the same command again; it resumes "
                 f"from the last complete checkpoint (traceback in {log})")
     return f"{type(exc).__name__}: {exc} (traceback in {log})"
+
+
+def disk_full(exc: BaseException, run_dir: str) -> bool:
+    """ENOSPC/EDQUOT anywhere in the exception's chain, or no room left on the run folder's disk: torch.save
+    and safetensors report a failed write as their own errors, without the errno."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        current = current.__cause__ or current.__context__
+    try:
+        return shutil.disk_usage(run_dir).free < 2**20
+    except OSError:
+        return False
 
 
 def _die_with_parent() -> None:
@@ -182,10 +201,7 @@ def _worker_main(path, index, uri, run_id, run_dir, threads, messages) -> None:
     except UserError as exc:
         messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
                       "message": str(exc)})
-    except OSError as exc:
+    except Exception as exc:  # a bug, a library error or a full disk: one line, the run is FAILED
         messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
-                      "message": _os_error_message(exc, run_dir, log)})
-    except Exception as exc:  # a bug or a library error: report it with its type, the run is FAILED
-        messages.put({"run": Path(run_dir).name, "status": "FAILED", "seconds": time.perf_counter() - started,
-                      "message": f"{type(exc).__name__}: {exc} (traceback in {log})"})
-        raise
+                      "message": failure_message(exc, run_dir, log)})
+        raise  # the traceback, into worker.log

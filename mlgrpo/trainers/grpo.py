@@ -36,8 +36,8 @@ from trl.trainer.utils import RepeatSampler
 
 from mlgrpo.algorithms import GROUP_KEYS, GroupKeys, compute_advantages, group_stats
 from mlgrpo.errors import UserError
+from mlgrpo.rewards import helper as consistency_helper
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
-from mlgrpo.trainers import consistency as consistency_process
 from mlgrpo.trainers.config import AlgorithmConfig
 from mlgrpo.trainers.guard import NONFINITE_STEPS, NonfiniteStepGuard
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
@@ -113,7 +113,8 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         self._language_sampler: LanguageSampler | None = None
         self._repeat_sampler: EpochSeekingRepeatSampler | None = None  # TRL's order, without a sampler config
         self._last_generation: float | None = None
-        self._pending_consistency: list[tuple[str, Future, Tensor, list[str]]] = []
+        self._pending_consistency: list[tuple[str, Future, int, Tensor, list[str]]] = []
+        self._consistency_failures = 0
         if sampler is not None and sampler.reward_buckets > 0 and kwargs.get("train_dataset") is not None:
             data = kwargs["train_dataset"]
             if ROW_COLUMN not in data.column_names:
@@ -123,7 +124,7 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         self._check_batch_layout()
         self._candidates = tuple(sorted(set(self.train_dataset[language_column]) - {"und"}))
         if self._candidates:  # the identifier's models, loaded in the helper while training starts
-            consistency_process.service().load(self._candidates)
+            consistency_helper.service().load(self._candidates)
 
     # ---- data order -------------------------------------------------------------------------------
 
@@ -187,14 +188,14 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         per language whether or not it is also a reward, or None on batches no log reads.
 
         Measured on the generation batches of logging steps only (the batches in between would only be
-        averaged into the logged value), and in a helper process (consistency.py): it costs language ID
+        averaged into the logged value), and in a helper process (rewards/helper.py): it costs language ID
         per segment (~15 ms for 64 short completions in 50 languages on one CPU core, bench/bench_load.py),
         which the helper spends while the step goes on. `log` collects the result, so the value still
         lands in its step's log."""
         if not self._is_logging_step():
             return None
         languages = [x.get(self.language_column) for x in inputs]
-        return consistency_process.service().measure(prompts, completions, languages, self._candidates or None)
+        return consistency_helper.service().measure(prompts, completions, languages, self._candidates or None)
 
     def _is_logging_step(self) -> bool:
         """True when the step being generated for ends a logging window (TRL logs every logging_steps)."""
@@ -221,7 +222,7 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
             output[GROUP_COLUMN] = group_key(keys, self.algorithm.advantage.grouping)[local]
         metrics.update(self._language_metrics(rows, rewards, keys))
         if rows.consistency is not None:  # measured in the background; `log` adds it to this window's metrics
-            self._pending_consistency.append((mode, rows.consistency, keys.lang_ids, keys.languages))
+            self._pending_consistency.append((mode, rows.consistency, len(inputs), keys.lang_ids, keys.languages))
         if mode == "train" and self._language_sampler is not None and rows.dataset_rows is not None:
             # Every rank calls this with the same gathered values, so their sample orders stay equal.
             scalar = (rewards if rewards.dim() == 1 else self._combined_rewards_from_columns(rewards)).float().cpu()
@@ -283,8 +284,15 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         """Per-language language consistency of the batches measured since the last log, into the metrics
         that log averages. Every process calls log at the same step, so the gathers pair up."""
         pending, self._pending_consistency = self._pending_consistency, []
-        for mode, future, lang_ids, languages in pending:
-            values = gather_object(future.result())
+        for mode, future, local_rows, lang_ids, languages in pending:
+            try:
+                local = future.result()
+            except Exception as exc:  # noqa: BLE001 - a monitoring metric never stops training
+                self._consistency_failures += 1
+                log.warning("language consistency of step %d not measured (%s); training goes on (%d batches "
+                            "unmeasured so far)", self.state.global_step, exc, self._consistency_failures)
+                local = [None] * local_rows  # still gathered: every process takes part in the gather
+            values = gather_object(local)
             consistency = torch.tensor([float("nan") if c is None else c for c in values], device=lang_ids.device)
             for name, value in to_floats(per_language(consistency, lang_ids, languages, "language_consistency")).items():
                 self._metrics[mode][name].append(value)

@@ -140,7 +140,9 @@ def test_quickstart_with_four_workers_on_one_sqlite_store(tmp_path, reliability)
     (tmp_path / "quickstart.yaml").write_text(text, encoding="utf-8")
     result = mlgrpo("run", "quickstart.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "locked" not in result.stderr.lower() and "locked" not in result.stdout.lower()
+    logs = [result.stdout, result.stderr] + [p.read_text(encoding="utf-8", errors="replace")
+                                            for p in tmp_path.glob("runs/quickstart/*/worker.log")]
+    assert len(logs) == 2 + 6 and not [text for text in logs if "locked" in text.lower()]
     assert "6 run(s) to train in 4 worker process(es)" in result.stderr, result.stderr[-2000:]
     client, runs = runs_of(f"sqlite:///{tmp_path}/mlflow.db", "quickstart")
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]

@@ -173,13 +173,17 @@ from pathlib import Path
 folder = Path(sys.argv[1])
 runs = folder / "runs"
 runs.mkdir(exist_ok=True)
-if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(runs)], capture_output=True).returncode:
-    sys.exit(77)  # no mount here: the test skips
+try:
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(runs)], capture_output=True)
+except FileNotFoundError:  # no mount(8)
+    sys.exit(77)
+if mounted.returncode:
+    sys.exit(77)  # the test skips
 command = [sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml", "--only", "grpo"]
 env = {**os.environ, "OMP_NUM_THREADS": "1"}
 process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 checkpoints = runs / "trimmed-quickstart" / "grpo-seed0" / "checkpoints"
-deadline = time.monotonic() + 300
+deadline = time.monotonic() + 180
 while not any(checkpoints.glob("checkpoint-*/mlgrpo_state_rank0.pt")):  # a complete checkpoint
     assert process.poll() is None and time.monotonic() < deadline, "no checkpoint was written"
     time.sleep(0.1)
@@ -191,13 +195,13 @@ for size in (2**20, 4096, 1):
     except OSError as exc:
         assert exc.errno == errno.ENOSPC, exc
 os.close(filler)
-full_output, _ = process.communicate(timeout=300)
+full_output, _ = process.communicate(timeout=180)
 from mlflow import MlflowClient
 client = MlflowClient(f"sqlite:///{folder}/mlflow.db")
 experiment = client.get_experiment_by_name("trimmed-quickstart")
 statuses = sorted(r.info.status for r in client.search_runs([experiment.experiment_id]))
 os.remove(runs / "filler")  # room again: the same command resumes
-again = subprocess.run(command, cwd=folder, capture_output=True, text=True, env=env, timeout=600)
+again = subprocess.run(command, cwd=folder, capture_output=True, text=True, env=env, timeout=300)
 print(json.dumps({"full_rc": process.returncode, "full_output": full_output, "statuses_when_full": statuses,
                   "again_rc": again.returncode, "again_output": again.stderr}))
 '''
@@ -211,14 +215,22 @@ def test_disk_full_mid_run_stops_cleanly_and_the_same_command_resumes(tmp_path, 
     import json
     import shutil
 
-    if shutil.which("unshare") is None:
-        pytest.skip("no unshare(1) here to mount a small tmpfs")
+    # Its own user, mount and PID namespaces: the tmpfs is seen by nothing else, and whatever runs in there
+    # dies with it (--kill-child), even when the test times out.
+    namespace = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child"]
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        pytest.skip("no unshare(1) or mount(8) here to mount a small tmpfs")
+    (tmp_path / "probe").mkdir()
+    probe = subprocess.run([*namespace, "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tmp_path / "probe")],
+                           capture_output=True, text=True, timeout=60)
+    if probe.returncode:
+        pytest.skip(f"this machine lets no test mount a tmpfs: {probe.stderr.strip()[-200:]}")
     longer_trimmed(tmp_path, "  min_free_mb: 0\n")
     (tmp_path / "enospc.py").write_text(ENOSPC_HELPER, encoding="utf-8")
-    result = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", sys.executable, "enospc.py",
-                             str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    if result.returncode == 77 or "unshare failed" in result.stderr:
-        pytest.skip(f"this machine lets no test mount a tmpfs: {result.stderr.strip()[-200:]}")
+    result = subprocess.run([*namespace, sys.executable, "enospc.py", str(tmp_path)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=720)
+    if result.returncode == 77:
+        pytest.skip("this machine lets no test mount a tmpfs")
     assert result.returncode == 0, result.stderr[-3000:]
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     full = outcome["full_output"]

@@ -135,8 +135,9 @@ def test_importing_langid_loads_no_model_library():
     assert out.strip() == "[]"
 
 
-def test_load_fills_the_model_caches_so_the_first_call_does_not_stall():
-    """load() builds the candidates' lingua models up front; the first identification after it loads nothing."""
+def test_load_preloads_a_detector_per_candidate_set():
+    """load() builds one lingua detector with its models preloaded per set of two or more lingua candidates
+    (lingua shares loaded models between detectors), and identification works after it."""
     from mlgrpo.langid import models
 
     models._lingua_preloaded.cache_clear()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 import torch
+from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from mlgrpo.algorithms import AdvantageConfig
@@ -169,3 +173,36 @@ def test_language_consistency_measured_in_the_background_lands_in_its_own_step(t
                 assert entry[key] == pytest.approx(sum(mine) / len(mine), abs=1e-6), (entry["step"], lang)
             else:
                 assert entry.get(key) is None, (entry["step"], lang)
+
+
+class HelperKiller(TrainerCallback):
+    """Step 1: stops the language-consistency helper before the step's generation and kills it before the
+    step logs, so the step's measurement is certainly pending when the helper dies."""
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        from mlgrpo.rewards.helper import service
+
+        if state.global_step == 0:
+            os.kill(service().pid, signal.SIGSTOP)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        from mlgrpo.rewards.helper import service
+
+        if state.global_step == 1:
+            os.kill(service().pid, signal.SIGKILL)
+
+
+def test_a_helper_that_dies_mid_step_costs_that_step_its_consistency_and_training_goes_on(
+        tmp_path, make_model, tokenizer, dataset, caplog):
+    trainer = MultilingualGRPOTrainer(model=make_model(), reward_funcs=[length_reward],
+                                      args=grpo_args(tmp_path, max_steps=2, logging_steps=1, per_device_train_batch_size=16),
+                                      train_dataset=dataset, processing_class=tokenizer,
+                                      sampler=SamplerConfig(name="balanced", seed=0), callbacks=[HelperKiller()])
+    with caplog.at_level("WARNING", logger="mlgrpo.trainers.grpo"):
+        trainer.train()
+    assert trainer.state.global_step == 2 and trainer._consistency_failures == 1
+    warned = [r.getMessage() for r in caplog.records if "language consistency of step" in r.getMessage()]
+    assert len(warned) == 1 and "exited with code -9" in warned[0]
+    first, second = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert all(first.get(f"language_consistency/{lang}") is None for lang in LANGUAGES)
+    assert any(second.get(f"language_consistency/{lang}") is not None for lang in LANGUAGES)  # a new helper

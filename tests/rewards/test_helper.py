@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from mlgrpo.rewards.helper import ConsistencyProcess
 from mlgrpo.rewards.language import language_consistency
-from mlgrpo.trainers.consistency import ConsistencyProcess
 
 COMPLETIONS = ["Γεια σου world", "Habari ya asubuhi", "Good morning to you", "42", "こんにちは"]
 LANGUAGES = ["el", "sw", "sw", "en", "ja"]
@@ -49,19 +49,31 @@ def test_a_helper_that_dies_fails_its_pending_work_and_the_next_request_starts_a
     try:
         helper.measure([""], ["Γεια"], ["el"], None).result(timeout=120)
         first = helper.pid
+        # Work that takes the helper seconds (20,000 completions), killed while it is pending.
+        texts = [f"Habari za asubuhi rafiki {i} Guten Morgen" for i in range(20_000)]
+        pending = helper.measure([""] * len(texts), texts, ["sw"] * len(texts), ("de", "en", "sw"))
         os.kill(first, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while helper._process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert helper.measure([""], ["Γεια"], ["el"], None).result(timeout=120) == [1.0]
-        assert helper.pid != first
+        with pytest.raises(RuntimeError, match="exited with code -9"):
+            pending.result(timeout=120)
+        assert helper.measure([""], ["Γεια"], ["el"], None).result(timeout=120) == [1.0]  # a new helper
+        assert helper.pid not in (None, first)
+    finally:
+        helper.close()
+
+
+def test_a_request_that_cannot_be_pickled_raises_at_once_and_queues_nothing():
+    helper = ConsistencyProcess()
+    try:
+        with pytest.raises(Exception, match="pickle"):
+            helper.measure([""], [lambda: None], ["el"], None)
+        assert helper.measure([""], ["Γεια"], ["el"], None).result(timeout=120) == [1.0]  # answers still pair up
     finally:
         helper.close()
 
 
 PARENT = """
 import sys, time
-from mlgrpo.trainers.consistency import service
+from mlgrpo.rewards.helper import service
 service().measure([""], ["Γεια"], ["el"], None).result(timeout=120)
 print(service().pid, flush=True)
 time.sleep(600)
