@@ -45,6 +45,9 @@ from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_languag
 GROUP_COLUMN = "mlgrpo_group"  # (B,) int64 per local row, added to the batch for the inter-group term
 ROW_COLUMN = "mlgrpo_row"  # dataset row index, added when the sampler stratifies by earlier rewards
 EXTRA_STATE = "mlgrpo_state_rank{rank}.pt"  # per process, in every checkpoint: see _extra_state
+# Longest wait at a log for the helper's language consistency (normally answered before the step ends;
+# loading 75 languages' models first takes ~10 s).
+CONSISTENCY_TIMEOUT_S = 300.0
 
 log = logging.getLogger(__name__)
 
@@ -286,8 +289,8 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         pending, self._pending_consistency = self._pending_consistency, []
         for mode, future, local_rows, lang_ids, languages in pending:
             try:
-                local = future.result()
-            except Exception as exc:  # noqa: BLE001 - a monitoring metric never stops training
+                local = future.result(timeout=CONSISTENCY_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - a monitoring metric never stops (or stalls) training
                 self._consistency_failures += 1
                 log.warning("language consistency of step %d not measured (%s); training goes on (%d batches "
                             "unmeasured so far)", self.state.global_step, exc, self._consistency_failures)
