@@ -112,13 +112,17 @@ def lingua_languages() -> frozenset[str]:
     return frozenset(_lingua_by_code())
 
 
-@functools.lru_cache(maxsize=256)
-def lingua_detector(codes: frozenset[str]):
-    """A lingua detector for two or more of its languages (built once per set)."""
+def _lingua_builder(codes: frozenset[str]):
     from lingua import LanguageDetectorBuilder
 
     by_code = _lingua_by_code()
-    return LanguageDetectorBuilder.from_languages(*(by_code[c] for c in sorted(codes))).build()
+    return LanguageDetectorBuilder.from_languages(*(by_code[c] for c in sorted(codes)))
+
+
+@functools.lru_cache(maxsize=256)
+def lingua_detector(codes: frozenset[str]):
+    """A lingua detector for two or more of its languages (built once per set)."""
+    return _lingua_builder(codes).build()
 
 
 def lingua_load(candidates: frozenset[str]) -> None:
@@ -132,10 +136,7 @@ def lingua_load(candidates: frozenset[str]) -> None:
 
 @functools.lru_cache(maxsize=8)
 def _lingua_preloaded(codes: frozenset[str]):
-    from lingua import LanguageDetectorBuilder
-
-    by_code = _lingua_by_code()
-    return LanguageDetectorBuilder.from_languages(*(by_code[c] for c in sorted(codes))).with_preloaded_language_models().build()
+    return _lingua_builder(codes).with_preloaded_language_models().build()
 
 
 def lingua_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
