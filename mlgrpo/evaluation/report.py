@@ -114,7 +114,9 @@ def collapse_warnings(start: EvalReport, now: EvalReport, threshold: float = 0.1
 
     `<prefix>/collapse/<lang>` is 1.0 when the language's language_consistency or exact_match fell by
     more than `threshold` (an absolute drop: both are shares in 0-1), else 0.0. Changes are
-    `<prefix>/<metric>/<lang>/change` and `<prefix>/<metric>/{macro,worst,gap}/change`, now - start.
+    `<prefix>/change/<metric>/<lang>` and `<prefix>/change/<metric>/{macro,worst,gap}`, now - start: under
+    one prefix, with the language last like every other name, so that the MLflow UI puts one metric's
+    changes in one section (as `<metric>/<lang>/change` each language's change was a section of its own).
 
     Hand-worked: sw consistency 0.9 -> 0.7 fell 0.2 > 0.1 -> collapse 1.0; en 0.9 -> 0.85 -> 0.0.
 
@@ -123,7 +125,7 @@ def collapse_warnings(start: EvalReport, now: EvalReport, threshold: float = 0.1
     >>> b = EvalReport.build({"en": {"language_consistency": 0.85}, "sw": {"language_consistency": 0.7}},
     ...                      {"language_consistency": "higher"}, samples=[], not_measured=[], tokenizers={}, seconds=0)
     >>> w = collapse_warnings(a, b)
-    >>> w["eval/collapse/sw"], w["eval/collapse/en"], round(w["eval/language_consistency/sw/change"], 4)
+    >>> w["eval/collapse/sw"], w["eval/collapse/en"], round(w["eval/change/language_consistency/sw"], 4)
     (1.0, 0.0, -0.2)
     """
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
@@ -132,12 +134,12 @@ def collapse_warnings(start: EvalReport, now: EvalReport, threshold: float = 0.1
     for lang, scores in now.per_language.items():
         before = start.per_language.get(lang, {})
         shared = [m for m in scores if m in before and math.isfinite(scores[m]) and math.isfinite(before[m])]
-        out.update({f"{prefix}/{m}/{lang}/change": scores[m] - before[m] for m in shared})
+        out.update({f"{prefix}/change/{m}/{lang}": scores[m] - before[m] for m in shared})
         if lang == UNDETERMINED:
             continue
         fell = any(before[m] - scores[m] > threshold for m in COLLAPSE_METRICS if m in shared)
         out[f"{prefix}/collapse/{lang}"] = 1.0 if fell else 0.0
     for metric, stats in now.aggregates.items():
         before = start.aggregates.get(metric, {})
-        out.update({f"{prefix}/{metric}/{s}/change": v - before[s] for s, v in stats.items() if s in before})
+        out.update({f"{prefix}/change/{metric}/{s}": v - before[s] for s, v in stats.items() if s in before})
     return out

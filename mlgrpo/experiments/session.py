@@ -102,11 +102,22 @@ def open_runs(experiment, path, runs, tracking_uri, board: ProgressBoard, indexe
         tags = {**common_tags, **identity, "algorithm": run.algorithm.name,
                 "languages": ",".join(run.data.languages)}
         child, state = tracker.child_run(parent, identity, run.run_name, tags, run.flat_params)
+        if state == "new":  # sent now, before a worker process writes to the same run
+            child.log_text(run_yaml(run), "config.resolved.yaml")
+            child.flush(timeout_s=tracker.policy.setup_timeout_s)
         if state == "finished":
             board.skipped(run.run_name, "finished earlier")
             continue
         pending.append((full_plan.index(run) if indexed else index, run, child.run_id))
     return uri, parent, pending
+
+
+def run_yaml(run) -> str:
+    """One run's full configuration (its arm resolved, with the seed), as the child run's artifact."""
+    import yaml
+
+    document = {"arm": run.arm, "seed": run.seed, "config_hash": run.config_hash, **run.resolved}
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
 
 
 def mark_run(uri: str, path: str, run_id: str, status: str) -> None:
@@ -130,16 +141,17 @@ def close_parent(parent, outcomes: list[dict], stream, report: tuple[str, str] |
 
 
 def write_and_log_report(parent, path: str, uri: str, stream) -> None:
-    """The comparison report of every run so far; a report that cannot be written is said, not fatal:
-    the training is done and tracked, and `mlgrpo report` can write it later."""
+    """The comparison report of every run so far, then the MLflow UI's saved views; a report that cannot be
+    written is said, not fatal: the training is done and tracked, and `mlgrpo report` can write it later."""
     from mlgrpo.reports.build import write_report
 
     print("writing the comparison report ...", file=stream, flush=True)
     try:
         from mlgrpo.experiments import load_experiment
 
+        name = load_experiment(path).tracking_experiment
         parent.flush()
-        files = write_report(uri, load_experiment(path).tracking_experiment)
+        files = write_report(uri, name)
     except Exception as exc:  # noqa: BLE001 - the runs are safe in MLflow whatever went wrong here
         why = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
         print(f"report not written: {why}; run `mlgrpo report {path}` later", file=stream, flush=True)
@@ -147,6 +159,25 @@ def write_and_log_report(parent, path: str, uri: str, stream) -> None:
     parent.log_artifact(files.folder, "report")
     print(f"report: {files.html} (and report.md, figures, tables; also in MLflow as the parent run's "
           f"'report' artifact)", file=stream, flush=True)
+    if files.blind_key:
+        print(f"blind A/B sheet for raters: {files.blind_sheet}; its key, kept out of the report and of MLflow: "
+              f"{files.blind_key}", file=stream, flush=True)
+    write_views_for(uri, name, stream)
+
+
+def write_views_for(uri: str, experiment_name: str, stream) -> None:
+    """The MLflow UI's saved views of the experiment (mlgrpo.tracking.views); a refusal is said, not fatal."""
+    from mlgrpo.tracking.views import write_views
+
+    try:
+        _, views, warnings = write_views(uri, experiment_name)
+    except Exception as exc:  # noqa: BLE001 - the runs and the report are safe whatever went wrong here
+        warnings, views = [f"{type(exc).__name__}: {exc}"], []
+    for warning in warnings:
+        print(f"MLflow views: {warning}", file=stream, flush=True)
+    if views:
+        print(f"MLflow views: {', '.join(v.name for v in views)} (mlgrpo ui prints their links)", file=stream,
+              flush=True)
 
 
 def prepare_models(runs, stream) -> None:

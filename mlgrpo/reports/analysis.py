@@ -1,7 +1,7 @@
 """The report's tables, as DataFrames computed from a Comparison (no rendering, no MLflow).
 
     final_table       per metric, language (+ macro / worst / gap) and arm: mean and 95% CI
-    paired_table      per metric, language and pair of arms: difference, CI, p, Holm-adjusted p, verdict
+    paired_table      per metric, language and pair of arms: difference, CI, p, Holm-adjusted p, verdict and why
     stability_table   per arm: volatility of reward and loss, non-finite and zero-std counts, collapse flags
     convergence_table per arm: steps and samples to 90% of the way from the start to the final reward
     cost_table        per arm: samples/s, tokens/s, peak memory, wall time, and each arm / baseline ratios
@@ -21,6 +21,8 @@ import pandas as pd
 from mlgrpo.reports import stats
 from mlgrpo.reports.aggregate import aggregate_differences, aggregate_intervals
 from mlgrpo.reports.collect import Comparison
+from mlgrpo.reports.evidence import judge
+from mlgrpo.reports.settings import ReportConfig
 from mlgrpo.tracking.names import LOWER, direction
 
 N_BOOT = 2000
@@ -39,15 +41,17 @@ def pairs(comp: Comparison) -> list[tuple[str, str]]:
     return [(arm, base) for arm in comp.arms if arm != base]
 
 
-def _ci_kind(interval: stats.Interval, per_prompt: bool) -> str:
+def _ci_kind(interval: stats.Interval, per_prompt: bool, min_seeds: int) -> str:
     if interval.n_seeds == 0:
         return "no data"
     if not per_prompt:
-        return "seeds" if interval.seeds_resampled else "unavailable (1 seed, no per-prompt scores)"
+        if interval.n_seeds < min_seeds:
+            return f"unavailable ({interval.n_seeds} seed(s), one value each: fewer than {min_seeds})"
+        return "seeds"
     return "prompts x seeds" if interval.seeds_resampled else "prompts only (1 seed)"
 
 
-def final_table(comp: Comparison, metrics: list[str]) -> pd.DataFrame:
+def final_table(comp: Comparison, metrics: list[str], settings: ReportConfig = ReportConfig()) -> pd.DataFrame:
     rows = []
     for metric in metrics:
         lower = direction(metric) == LOWER
@@ -58,10 +62,10 @@ def final_table(comp: Comparison, metrics: list[str]) -> pd.DataFrame:
                 per_prompt.append(bool(comp.item_ids(metric, lang)))
                 arrays.append(x)
                 ci = stats.bootstrap_ci(x, n_boot=N_BOOT, seed=0)
-                rows.append(_final_row(metric, lang, arm, ci, _ci_kind(ci, per_prompt[-1])))
+                rows.append(_final_row(metric, lang, arm, ci, _ci_kind(ci, per_prompt[-1], settings.min_seeds)))
             if len(comp.languages) > 1:
                 for row, ci in aggregate_intervals(arrays, lower, n_boot=N_BOOT, seed=0).items():
-                    rows.append(_final_row(metric, row, arm, ci, _ci_kind(ci, all(per_prompt))))
+                    rows.append(_final_row(metric, row, arm, ci, _ci_kind(ci, all(per_prompt), settings.min_seeds)))
     return pd.DataFrame(rows, columns=["metric", "language", "arm", "mean", "low", "high", "seeds", "prompts", "ci"])
 
 
@@ -72,7 +76,14 @@ def _final_row(metric, language, arm, ci: stats.Interval, kind: str) -> dict:
             "seeds": ci.n_seeds, "prompts": ci.n_items if kind.startswith("prompts") else 0, "ci": kind}
 
 
-def paired_table(comp: Comparison, metrics: list[str], alpha: float = 0.05) -> pd.DataFrame:
+PAIRED_COLUMNS = ["metric", "language", "arm", "vs", "difference", "low", "high", "p", "p_adjusted", "adjustment",
+                  "pairs", "seeds", "per_prompt", "smallest_effect", "verdict", "reason", "conditional"]
+
+
+def paired_table(comp: Comparison, metrics: list[str], settings: ReportConfig = ReportConfig()) -> pd.DataFrame:
+    """Every (metric, language or aggregate, arm vs baseline): the paired difference, its 95% interval, p,
+    and evidence.judge's verdict with its reason. Seed-level-only differences (no per-prompt scores) show
+    no interval below min_seeds: a bootstrap over two or three seeds has a handful of distinct replicates."""
     rows = []
     for metric in metrics:
         lower = direction(metric) == LOWER
@@ -83,24 +94,31 @@ def paired_table(comp: Comparison, metrics: list[str], alpha: float = 0.05) -> p
                 xa, xb = comp.scores(a, metric, lang, ids), comp.scores(b, metric, lang, ids)
                 arrays_a.append(xa)
                 arrays_b.append(xb)
-                family.append((lang, stats.paired_difference(xa, xb, n_boot=N_BOOT, seed=0)))
-            adjusted = stats.holm([d.p_value for _, d in family])
-            for (lang, diff), p_holm in zip(family, adjusted):
-                rows.append(_pair_row(metric, lang, a, b, diff, float(p_holm), "holm", lower, alpha))
+                family.append((lang, bool(ids), stats.paired_difference(xa, xb, n_boot=N_BOOT, seed=0)))
+            adjusted = stats.holm([d.p_value for _, _, d in family])
+            for (lang, per_prompt, diff), p_holm in zip(family, adjusted):
+                rows.append(_pair_row(metric, lang, a, b, diff, float(p_holm), "holm", lower, per_prompt, settings))
             if len(comp.languages) > 1:
+                per_prompt = all(flag for _, flag, _ in family)
                 for row, diff in aggregate_differences(arrays_a, arrays_b, lower, n_boot=N_BOOT, seed=0).items():
                     # gap: smaller is better whatever the metric's direction
                     rows.append(_pair_row(metric, row, a, b, diff, diff.p_value, "bootstrap", lower or row == "gap",
-                                          alpha))
-    return pd.DataFrame(rows, columns=["metric", "language", "arm", "vs", "difference", "low", "high", "p",
-                                       "p_adjusted", "adjustment", "pairs", "verdict"])
+                                          per_prompt, settings))
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
-def _pair_row(metric, language, a, b, diff: stats.Difference, p_adjusted, adjustment, lower, alpha) -> dict:
-    verdict = stats.verdict(diff, alpha=alpha, adjusted_p=p_adjusted, higher_is_better=not lower)
-    return {"metric": metric, "language": language, "arm": a, "vs": b, "difference": diff.mean, "low": diff.low,
-            "high": diff.high, "p": diff.p_value, "p_adjusted": p_adjusted, "adjustment": adjustment,
-            "pairs": diff.n_pairs, "verdict": verdict}
+def _pair_row(metric, language, a, b, diff: stats.Difference, p_adjusted, adjustment, lower, per_prompt,
+              settings: ReportConfig) -> dict:
+    smallest = settings.smallest_effect(metric)
+    seeds = diff.n_seeds if per_prompt else diff.n_pairs  # one value per seed: a pair is a seed
+    found = judge(diff.mean, diff.low, diff.high, p_adjusted, pairs=diff.n_pairs, seeds=seeds, per_prompt=per_prompt,
+                  higher_is_better=not lower, smallest=smallest, min_seeds=settings.min_seeds, adjustment=adjustment)
+    shown = per_prompt or seeds >= settings.min_seeds
+    return {"metric": metric, "language": language, "arm": a, "vs": b, "difference": diff.mean,
+            "low": diff.low if shown else math.nan, "high": diff.high if shown else math.nan, "p": diff.p_value,
+            "p_adjusted": p_adjusted, "adjustment": adjustment, "pairs": diff.n_pairs, "seeds": seeds,
+            "per_prompt": per_prompt, "smallest_effect": smallest, "verdict": found.verdict, "reason": found.reason,
+            "conditional": found.conditional}
 
 
 def _seed_values(comp: Comparison, arm: str, summary) -> list[float]:

@@ -74,7 +74,7 @@ class Comparison:
                 parts = key.split("/")
                 if parts[0] == "eval" and len(parts) >= 3 and parts[-1] in self.languages:
                     name = "/".join(parts[1:-1])
-                    if direction(name) != DESCRIPTIVE and name != "collapse":
+                    if direction(name) != DESCRIPTIVE and name != "collapse" and not name.startswith("change/"):
                         found[name] = None
         return list(found)
 

@@ -1,17 +1,25 @@
-"""Conclusions in words, generated only from the paired tests: never more than the intervals support.
+"""The verdict in words, generated from the judged paired table (evidence.judge): never more than the
+intervals support, and never less.
 
-A difference is stated only where stats.verdict found one (Holm-adjusted p below alpha AND the 95% CI
-excluding 0), with its size and interval: "grpo above ppo on zh exact_match: +0.031 [0.012, 0.050]".
-Everything else is said to show no significant difference, or to be untestable (too few pairs, one
-seed without per-prompt scores), with the reason.
+For each arm against the baseline: one line that counts the verdicts over the headline metrics, then
+what is better or worse (with size and interval), what is negligible, what is unclear, and what is
+untestable and why; then differences on other metrics; then what the number of seeds allows.
+
+    grpo vs ppo, over reward/total, exact_match and chrf on 6 languages and macro / worst / gap:
+        1 better, 0 worse, 4 negligible, 19 no difference, 0 unclear, 9 untestable.
+    better: exact_match on ja: +0.060 [+0.020, +0.100].
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-# Metrics the conclusions speak about, in this order, when the runs logged them; other metrics are in the tables.
-HEADLINE = ("reward/total", "exact_match", "chrf", "reward/chrf", "language_consistency", "pass_at_1")
+from mlgrpo.reports.evidence import CLAIMS, VERDICTS
+
+# Metrics the verdict speaks about, in this order, when the runs logged them; other metrics are in the tables.
+HEADLINE = ("reward/total", "exact_match", "pass_at_1", "chrf", "language_consistency")
+AGGREGATE_ROWS = ("macro", "worst", "gap")
+LISTED = 6  # items named per kind of verdict before "and N more"
 
 
 def headline_metrics(metrics: list[str], limit: int = 3) -> list[str]:
@@ -19,47 +27,71 @@ def headline_metrics(metrics: list[str], limit: int = 3) -> list[str]:
     return chosen or metrics[:1]
 
 
-WHERE = {"macro": "on the macro average of", "worst": "on the worst language's"}
-
-
-def fmt_p(p: float, n_boot: int = 2000) -> str:
-    """"= 0.012", or "< 0.0005" where no bootstrap replicate crossed zero (p is then below 1 / n_boot)."""
-    return f"< {1 / n_boot:.2g}" if p == 0 else f"= {p:.3g}"
-
-
 def fmt(value: float) -> str:
     return f"{value:+.3f}" if abs(value) < 100 else f"{value:+.1f}"
 
 
-def conclusions(paired: pd.DataFrame, metrics: list[str], seeds: int, alpha: float = 0.05) -> list[str]:
-    """One sentence per significant difference, one per (metric, pair) for the rest."""
-    out = []
+def interval(row) -> str:
+    if pd.isna(row.low) or pd.isna(row.high):
+        return f"{fmt(row.difference)} (no interval)"
+    return f"{fmt(row.difference)} [{fmt(row.low)}, {fmt(row.high)}]"
+
+
+def where(language: str) -> str:
+    return {"macro": "the macro average", "worst": "the worst language", "gap": "the gap between languages"}.get(
+        language, language)
+
+
+def verdict_lines(paired: pd.DataFrame, headline: list[str], seeds: int, min_seeds: int) -> list[str]:
+    """Sentences for the first screen; `paired` is analysis.paired_table (every metric)."""
     if paired.empty:
-        out.append("Only one arm: there is nothing to compare, so no conclusion about differences is drawn.")
-    for metric in metrics if not paired.empty else ():
-        for (arm, vs), rows in paired[paired.metric == metric].groupby(["arm", "vs"], sort=False):
-            better = rows[rows.verdict.isin(["a_better", "b_better"])]
-            for row in better.itertuples():
-                which = "better" if row.verdict == "a_better" else "worse"
-                higher = row.low > 0  # the side the interval shows, as stats.verdict reads it
-                if row.language == "gap":
-                    side = "wider" if higher else "narrower"
-                    claim = f"{arm}'s gap between languages on {metric} is {side} than {vs}'s"
-                else:
-                    side = "above" if higher else "below"
-                    claim = f"{arm} {side} {vs} {WHERE.get(row.language, 'on ' + row.language)} {metric}"
-                out.append(f"{claim}: {fmt(row.difference)} [{fmt(row.low)}, {fmt(row.high)}], "
-                           f"{row.adjustment} p {fmt_p(row.p_adjusted)} ({arm} {which}).")
-            same = rows[rows.verdict == "no_difference"]
-            for adjustment, group in same.groupby("adjustment", sort=False):
-                how = "Holm across languages" if adjustment == "holm" else "bootstrap p, not Holm-adjusted"
-                out.append(f"No significant difference between {arm} and {vs} on {metric} for "
-                           f"{', '.join(group.language)} (alpha {alpha}, {how}).")
-            untestable = rows[rows.verdict == "not_testable"]
-            if len(untestable):
-                why = ("one seed and no per-prompt scores" if seeds < 2 else "too few paired prompts or missing values")
-                out.append(f"{arm} vs {vs} on {metric} cannot be tested for {', '.join(untestable.language)} ({why}).")
-    if seeds < 2:
-        out.append("One seed only: intervals cover the variation over prompts, not over training seeds; a second "
-                   "seed is needed before a difference can be attributed to the algorithm rather than to the seed.")
+        return ["Only one arm: there is nothing to compare, so no conclusion about differences is drawn."]
+    out = []
+    for (arm, vs), rows in paired.groupby(["arm", "vs"], sort=False):
+        main = rows[rows.metric.isin(headline)]
+        languages = sorted(set(main.language) - set(AGGREGATE_ROWS))
+        counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := int((main.verdict == v).sum())))
+        out.append(f"{arm} vs {vs}: {counts or 'nothing'} of {len(main)} comparisons ({_names(headline)}, "
+                   f"each on {len(languages)} languages and macro / worst / gap).")
+        for verdict in CLAIMS:
+            found = main[main.verdict == verdict]
+            if len(found):
+                out.append(f"{arm} is {verdict} than {vs} on " + _listed(
+                    [f"{row.metric} on {where(row.language)}: {interval(row)}" for row in found.itertuples()]) + ".")
+        negligible = main[main.verdict == "negligible"]
+        if len(negligible):
+            out.append("Negligible (smaller than the smallest effect of interest, or within it): " + _listed(
+                [f"{row.metric} on {where(row.language)} ({interval(row)})" for row in negligible.itertuples()]) + ".")
+        unclear = main[main.verdict == "unclear"]
+        if len(unclear):
+            out.append("Unclear (the interval excludes 0, the adjusted test does not reject): " + _listed(
+                [f"{row.metric} on {where(row.language)} ({interval(row)})" for row in unclear.itertuples()]) + ".")
+        for reason, group in main[main.verdict == "untestable"].groupby("reason", sort=False):
+            out.append(f"Untestable: {_rows(group)}: {reason}.")
+        others = rows[~rows.metric.isin(headline) & rows.verdict.isin(CLAIMS)]
+        if len(others):
+            out.append(f"Other metrics where {arm} differs from {vs}: " + _listed(
+                [f"{row.metric} {'higher' if row.difference > 0 else 'lower'} on {where(row.language)} "
+                 f"({interval(row)})" for row in others.itertuples()]) + ".")
+    if seeds < min_seeds:
+        out.append(f"With {seeds} seed{'s' if seeds != 1 else ''} per arm, every verdict holds for the trained models these seeds produced, "
+                   f"on the held-out prompts; a claim about the algorithm itself needs {min_seeds} seeds "
+                   f"(report.min_seeds: the fewest with which a test over seeds can reach p < 0.05).")
     return out
+
+
+def _names(metrics: list[str]) -> str:
+    return metrics[0] if len(metrics) == 1 else ", ".join(metrics[:-1]) + " and " + metrics[-1]
+
+
+def _listed(items: list[str]) -> str:
+    shown = "; ".join(items[:LISTED])
+    return shown + (f"; and {len(items) - LISTED} more (see the table)" if len(items) > LISTED else "")
+
+
+def _rows(group: pd.DataFrame) -> str:
+    """"chrf on every row" or "exact_match on ar, en"."""
+    parts = []
+    for metric, rows in group.groupby("metric", sort=False):
+        parts.append(f"{metric} on {', '.join(rows.language)}")
+    return "; ".join(parts)

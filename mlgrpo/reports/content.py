@@ -18,6 +18,8 @@ class Table:
     title: str
     frame: pd.DataFrame
     note: str = ""  # how to read it (plain text)
+    styles: pd.DataFrame | None = None  # CSS class names per cell, the frame's shape (HTML only; the text says it too)
+    css_class: str = ""  # the table's own class ("evidence": cells keep their line breaks)
 
 
 @dataclass
@@ -47,6 +49,7 @@ class Section:
     figures: list[Figure] = field(default_factory=list)
     samples: list[SampleRow] = field(default_factory=list)
     sample_arms: list[str] = field(default_factory=list)  # column order of `samples`
+    collapsed: bool = False  # details a reader opens (HTML <details>); the first screen stays open
 
 
 @dataclass

@@ -1,19 +1,25 @@
-"""Report figures as PNG files: training curves with bands and final-metric bars with intervals, per language.
+"""Report figures as PNG files: the forest plot of paired differences, training curves per language
+(each seed thin, the mean thick), final-metric bars with intervals.
 
-    curves_figure({"ar": {"grpo": (x, mean, low, high), "ppo": ...}}, "reward", "mean reward", path)
+    forest_figure(paired rows, metrics, rows, arms, colours, path)       the first screen's plot
+    curves_figure({"ar": {"grpo": (x, values (S, T))}}, "reward", "mean reward", path)
     bars_figure(frame[language, arm, mean, low, high], "exact match", "exact match", path)
 
-Takes numbers already computed (stats.curve_band gives mean, low, high per step; stats.bootstrap_ci
-gives the final intervals) and draws them; computes no statistics. Made with matplotlib's object API
-(matplotlib.figure.Figure, rendered by Agg when saved): no pyplot, no global state, no display.
+Takes numbers already computed (analysis, stats) and draws them; computes nothing but a band's
+t-interval from the seeds it is given. Made with matplotlib's object API (matplotlib.figure.Figure,
+rendered by Agg when saved): no pyplot, no global state, no display.
 
 An arm keeps its colour in every figure of a report: its colour is its position in `arm_order`
 (pass the same list everywhere), from the Okabe-Ito palette, which stays distinguishable for the
-common colour-vision deficiencies (Okabe & Ito 2008, "Color Universal Design").
+common colour-vision deficiencies (Okabe & Ito 2008, "Color Universal Design"). Text is drawn with
+DejaVu Sans and, for the characters it lacks (Japanese, Chinese, Korean), the first CJK font matplotlib
+finds (Noto Sans CJK, from the fonts-noto-cjk package); `cjk_font()` says which, or None, and the report
+warns when it must draw CJK text without one.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,10 +31,41 @@ from matplotlib.figure import Figure
 # Okabe-Ito without its yellow (too pale on white), then tab10 colours it does not already cover.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
            "tab:brown", "tab:olive", "tab:gray", "tab:cyan", "tab:red")
+# Verdicts (mlgrpo.reports.evidence), the same colours as the report's table cells.
+VERDICT_COLOURS = {"better": "#009E73", "worse": "#D55E00", "negligible": "#56B4E9", "no difference": "#6E6E6E",
+                   "unclear": "#E69F00", "untestable": "#B0B0B0"}
+ARM_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
 MAX_COLUMNS = 4
 _BAR_COLUMNS = ("language", "arm", "mean", "low", "high")
+CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR", "Source Han Sans",
+             "IPAexGothic", "IPAGothic", "TakaoGothic", "WenQuanYi Zen Hei", "Droid Sans Fallback")
 
-Curve = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (x, mean, low, high), each (n_steps,)
+Curve = tuple[np.ndarray, np.ndarray]  # (x (T,), values (S, T)): one row per seed, NaN where a seed lacks a step
+
+
+@functools.cache
+def cjk_font() -> str | None:
+    """The first CJK-capable font matplotlib knows (CJK_FONTS order), or None."""
+    from matplotlib import font_manager
+
+    known = {entry.name for entry in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FONTS if name in known), None)
+
+
+def _fonts():
+    """matplotlib's per-glyph fallback: DejaVu Sans first, the CJK font for what it lacks."""
+    from matplotlib import rc_context
+
+    families = ["DejaVu Sans"] + ([cjk_font()] if cjk_font() else [])
+    return rc_context({"font.family": "sans-serif", "font.sans-serif": families})
+
+
+def _drawn(function):
+    @functools.wraps(function)
+    def with_fonts(*args, **kwargs):
+        with _fonts():
+            return function(*args, **kwargs)
+    return with_fonts
 
 
 def arm_colours(arms: Sequence[str], arm_order: Sequence[str] | None = None) -> dict[str, str]:
@@ -41,6 +78,7 @@ def arm_colours(arms: Sequence[str], arm_order: Sequence[str] | None = None) -> 
     return {arm: PALETTE[order.index(arm) % len(PALETTE)] for arm in order}
 
 
+@_drawn
 def curves_figure(
     curves: Mapping[str, Mapping[str, Curve]],
     title: str,
@@ -48,15 +86,16 @@ def curves_figure(
     path: Path,
     xlabel: str = "step",
     arm_order: Sequence[str] | None = None,
-    sharey: bool = False,
+    band_seeds: int | None = None,
 ) -> Path:
-    """One panel per language (at most 4 columns), a line per arm with its band; writes and returns path.
+    """One panel per language (at most 4 columns): each seed of each arm as a thin line, the arm's mean over
+    seeds as a thick one; writes and returns path.
 
-    curves[language][arm] = (x, mean, low, high), 1-D arrays of one length; NaN breaks the line, and
-    the band is drawn only where both bounds are finite (stats.curve_band gives NaN bounds with
-    fewer than 2 seeds). A panel with no finite point says "no data". The y axis is per panel by
-    default: the figure compares arms within a language, and one language's scale must not flatten
-    another's (sharey=True to compare languages).
+    curves[language][arm] = (x (T,), values (S, T)), NaN where a seed did not log a step (it breaks that
+    seed's line; the mean is over the seeds that have the step). A 95% t-band around the mean is drawn
+    only with at least `band_seeds` seeds at a step (None: never): with two seeds it would be +-12.7
+    standard errors, wider than the metric's range. A panel with no finite point says "no data". The y
+    axis is per panel: the figure compares arms within a language.
     """
     if not curves:
         raise ValueError(f"curves_figure({title!r}) got no languages; skip the figure when there is nothing to plot")
@@ -64,16 +103,17 @@ def curves_figure(
     colours = arm_colours(arms, arm_order)
     columns = min(MAX_COLUMNS, len(curves))
     rows = math.ceil(len(curves) / columns)
-    figure = Figure(figsize=(3.6 * columns + 0.4, 2.8 * rows + 0.9), layout="constrained")
-    axes = figure.subplots(rows, columns, sharex=True, sharey=sharey, squeeze=False).ravel()
+    figure = Figure(figsize=(3.6 * columns + 0.4, 2.7 * rows + 1.0), layout="constrained")
+    axes = figure.subplots(rows, columns, sharex=True, squeeze=False).ravel()
     for axis, (language, per_arm) in zip(axes, curves.items()):
         drawn = False
         for arm in (a for a in colours if a in per_arm):
-            drawn |= _plot_curve(axis, language, arm, per_arm[arm], colours[arm])
+            drawn |= _plot_curve(axis, language, arm, per_arm[arm], colours[arm], band_seeds)
         if not drawn:
             axis.text(0.5, 0.5, "no data", transform=axis.transAxes, ha="center", va="center", color="grey")
         axis.set_title(language)
         axis.grid(alpha=0.3)
+        _few_ticks(axis)
     for axis in axes[len(curves):]:
         axis.set_visible(False)
     for axis in axes[max(0, len(curves) - columns):len(curves)]:  # the lowest visible panel of each column
@@ -86,24 +126,102 @@ def curves_figure(
     return _save(figure, path)
 
 
-def _plot_curve(axis, language: str, arm: str, curve: Curve, colour: str) -> bool:
-    """Draws one arm's line and band; True if it had a finite point."""
-    x, mean, low, high = (np.asarray(v, dtype=float) for v in curve)
-    if not x.shape == mean.shape == low.shape == high.shape or x.ndim != 1:
-        raise ValueError(f"curve {language}/{arm}: x, mean, low, high must be 1-D of one length, "
-                         f"got shapes {x.shape}, {mean.shape}, {low.shape}, {high.shape}")
-    finite = np.isfinite(x) & np.isfinite(mean)
+def _few_ticks(axis) -> None:
+    """At most 5 ticks per axis: long step numbers on narrow panels overlap otherwise."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+    axis.yaxis.set_major_locator(MaxNLocator(nbins=5))
+
+
+def _plot_curve(axis, language: str, arm: str, curve: Curve, colour: str, band_seeds: int | None) -> bool:
+    """Draws one arm's seeds, mean and (with enough seeds) band; True if it had a finite point."""
+    from mlgrpo.reports.stats import curve_band
+
+    x, values = np.asarray(curve[0], dtype=float), np.atleast_2d(np.asarray(curve[1], dtype=float))
+    if x.ndim != 1 or values.ndim != 2 or values.shape[1] != x.shape[0]:
+        raise ValueError(f"curve {language}/{arm}: x must be (T,) and values (seeds, T) of one length, "
+                         f"got shapes {x.shape} and {values.shape}")
+    band = curve_band(values)
+    finite = np.isfinite(x) & np.isfinite(band.mean)
     if not finite.any():
         return False
     single = finite.sum() == 1  # a line through one point is invisible: mark it
-    axis.plot(x, mean, color=colour, linewidth=1.4, marker="o" if single else None, markersize=4)
-    band = np.isfinite(x) & np.isfinite(low) & np.isfinite(high)
-    if band.any():
-        axis.fill_between(x, np.where(band, low, 0.0), np.where(band, high, 0.0), where=band,
-                          color=colour, alpha=0.2, linewidth=0, interpolate=False)
+    if values.shape[0] > 1:
+        for row in values:
+            axis.plot(x, row, color=colour, linewidth=0.7, alpha=0.35)
+    axis.plot(x, band.mean, color=colour, linewidth=1.8, marker="o" if single else None, markersize=4)
+    seeds = (~np.isnan(values)).sum(axis=0)
+    shade = np.isfinite(band.low) & np.isfinite(band.high) & (seeds >= (band_seeds or np.inf))
+    if shade.any():
+        axis.fill_between(x, np.where(shade, band.low, 0.0), np.where(shade, band.high, 0.0), where=shade,
+                          color=colour, alpha=0.15, linewidth=0)
     return True
 
 
+@_drawn
+def forest_figure(rows: pd.DataFrame, metrics: Sequence[str], order: Sequence[str], arms: Sequence[str],
+                  colours: Mapping[str, str], path: Path, baseline: str) -> Path:
+    """Paired differences (arm - baseline) with their 95% intervals: a panel per metric, a row per language
+    and aggregate, a marker per arm, coloured by its verdict; the shaded band is +-the metric's smallest
+    effect of interest, the dashed line 0. Untestable rows show their point, if any, as a cross without an
+    interval. `rows`: analysis.paired_table rows (metric, language, arm, difference, low, high, verdict,
+    smallest_effect)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    metrics = [m for m in metrics if (rows.metric == m).any()]
+    if not metrics:
+        raise ValueError("forest_figure got no rows; skip the figure when there is nothing to compare")
+    figure = Figure(figsize=(3.3 * len(metrics) + 1.4, 0.32 * len(order) * max(1, len(arms)) ** 0.5 + 1.9),
+                    layout="constrained")
+    axes = figure.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
+    step = 0.6 / max(1, len(arms))
+    for axis, metric in zip(axes, metrics):
+        found = rows[rows.metric == metric]
+        delta = float(found.smallest_effect.max()) if len(found) else 0.0
+        if delta > 0:
+            axis.axvspan(-delta, delta, color="#000000", alpha=0.07, linewidth=0)
+        axis.axvline(0.0, color="black", linewidth=0.8, linestyle="--")
+        for k, arm in enumerate(arms):
+            offset = (k - (len(arms) - 1) / 2) * step
+            for row in found[found.arm == arm].itertuples():
+                y = order.index(row.language) + offset
+                _forest_point(axis, y, row, ARM_MARKERS[k % len(ARM_MARKERS)])
+        axis.set_title(f"{metric}\n({'arm' if len(arms) > 1 else arms[0]} - {baseline})", fontsize=10)
+        axis.grid(axis="x", alpha=0.3)
+        axis.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        aggregates = [i for i, name in enumerate(order) if name in ("macro", "worst", "gap")]
+        if aggregates:
+            axis.axhline(aggregates[0] - 0.5, color="grey", linewidth=0.6)
+    axes[0].set_yticks(range(len(order)), [_row_label(name) for name in order])
+    axes[0].set_ylim(len(order) - 0.5, -0.5)
+    handles = [Line2D([], [], color="black", marker=ARM_MARKERS[k % len(ARM_MARKERS)], linestyle="", label=arm)
+               for k, arm in enumerate(arms)] if len(arms) > 1 else []
+    handles += [Line2D([], [], color=colour, marker="o", linewidth=2, label=verdict)
+                for verdict, colour in VERDICT_COLOURS.items() if (rows.verdict == verdict).any()]
+    figure.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 7), frameon=False,
+                  fontsize=8)
+    return _save(figure, path)
+
+
+def _forest_point(axis, y: float, row, marker: str) -> None:
+    colour = VERDICT_COLOURS.get(row.verdict, "black")
+    if not math.isfinite(row.difference):
+        return
+    if row.verdict == "untestable" or not (math.isfinite(row.low) and math.isfinite(row.high)):
+        axis.plot(row.difference, y, marker="x", color=colour, markersize=6)
+        return
+    axis.plot([row.low, row.high], [y, y], color=colour, linewidth=2.2, solid_capstyle="butt")
+    axis.plot(row.difference, y, marker=marker, color=colour, markersize=5.5, markeredgecolor="white",
+              markeredgewidth=0.6)
+
+
+def _row_label(name: str) -> str:
+    return {"worst": "worst language", "gap": "gap (best - worst)"}.get(name, name)
+
+
+@_drawn
 def bars_figure(
     table: pd.DataFrame,
     title: str,

@@ -133,9 +133,11 @@ def render_html(report: Report, folder: Path) -> str:
     if report.warnings:
         items = "".join(f"<li>{_h(w)}</li>" for w in report.warnings)
         body.append(f'<div class="warnings" role="note"><strong>Warnings</strong><ul>{items}</ul></div>')
-    body.append(_html_toc(report))
     body.append("<main>")
-    body.extend(_html_section(section, i, Path(folder)) for i, section in enumerate(report.sections, 1))
+    for i, section in enumerate(report.sections, 1):
+        body.append(_html_section(section, i, Path(folder)))
+        if i == 1:  # the answer first, then the contents of the details
+            body.append(_html_toc(report))
     body.append("</main>")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -160,21 +162,25 @@ def _html_toc(report: Report) -> str:
 
 
 def _html_section(section: Section, index: int, folder: Path) -> str:
-    parts = [f'<section id="section-{index}">', f"<h2>{_h(section.title)}</h2>"]
+    heading = f"<h2>{_h(section.title)}</h2>"
+    parts = [f'<section id="section-{index}">',
+             f"<details><summary>{heading}</summary>" if section.collapsed else heading]
     parts += [f"<p>{_h(p)}</p>" for p in section.paragraphs]
     if section.bullets:
         parts.append("<ul>" + "".join(f"<li>{_h(b)}</li>" for b in section.bullets) + "</ul>")
-    parts += [_html_table(t) for t in section.tables]
-    for j, figure in enumerate(section.figures, 1):
+    for j, figure in enumerate(section.figures, 1):  # the caption above its figure: below, it read as a heading
         note = f"<br><small>{_h(figure.note)}</small>" if figure.note else ""
-        parts.append(f'<figure id="figure-{index}-{j}"><img src="{_figure_data_uri(figure, folder)}" '
-                     f'alt="{_h(figure.title)}"><figcaption>{_h(figure.title)}{note}</figcaption></figure>')
+        parts.append(f'<figure id="figure-{index}-{j}"><figcaption>{_h(figure.title)}{note}</figcaption>'
+                     f'<img src="{_figure_data_uri(figure, folder)}" alt="{_h(figure.title)}"></figure>')
+    parts += [_html_table(t) for t in section.tables]  # figures first: long tables come after the picture
     if section.samples:
         parts.append(f'<div id="samples-{index}">')
         for language, rows in _by_language(section.samples).items():
             parts.append(f"<h3>Sample outputs: {_h(language)}</h3>")
             parts.append(_html_samples(rows, section.sample_arms))
         parts.append("</div>")
+    if section.collapsed:
+        parts.append("</details>")
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -182,15 +188,30 @@ def _html_section(section: Section, index: int, folder: Path) -> str:
 def _html_table(table: Table) -> str:
     frame = _flat_frame(table.frame)
     numeric = _numeric_columns(frame)
-    align = [' class="num"' if n else "" for n in numeric]
-    head = "".join(f"<th{a}>{_h(c)}</th>" for c, a in zip(frame.columns, align))
+    styles = table.styles.reset_index(drop=True) if table.styles is not None else None
+    head = "".join(f'<th{_classes("num" if n else "")}>{_h(c)}</th>' for c, n in zip(frame.columns, numeric))
     rows = []
-    for values in frame.itertuples(index=False, name=None):
-        cells = "".join(f"<td{a}>{_h(format_cell(v))}</td>" for v, a in zip(values, align))
+    for i, values in enumerate(frame.itertuples(index=False, name=None)):
+        cells = "".join(f'<td{_classes("num" if n else "", _style(styles, i, column))}>'
+                        f"{_h(format_cell(v))}</td>" for v, n, column in zip(values, numeric, frame.columns))
         rows.append(f"<tr>{cells}</tr>")
     note = f'<p class="note">{_h(table.note)}</p>' if table.note else ""
-    return (f'<div class="table-wrap" id="table-{_slug(table.name)}"><table><caption>{_h(table.title)}</caption>'
+    return (f'<div class="table-wrap" id="table-{_slug(table.name)}"><table{_classes(table.css_class)}>'
+            f"<caption>{_h(table.title)}</caption>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}</div>")
+
+
+def _style(styles: pd.DataFrame | None, row: int, column) -> str:
+    if styles is None or column not in styles.columns or row >= len(styles):
+        return ""
+    value = styles.iloc[row][column]
+    return value if isinstance(value, str) else ""
+
+
+def _classes(*names: str) -> str:
+    """ class="a b" from CSS class names, escaped; "" when there are none."""
+    joined = " ".join(n for n in names if n)
+    return f' class="{_h(joined)}"' if joined else ""
 
 
 def _html_samples(rows: list[SampleRow], arms: list[str]) -> str:
@@ -216,7 +237,10 @@ _CSS = """
   --head: #eef1f4; --warn-bg: #fff8c5; --warn-line: #d4a72c; --link: #0969da; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --muted: #9198a1; --line: #3d444d;
   --zebra: #151b23; --head: #212830; --warn-bg: #2e2a14; --warn-line: #9e6a03; --link: #4493f8; } }
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans Arabic", sans-serif;
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans Arabic",
+  "Noto Sans CJK JP", "Noto Sans JP", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans", "Hiragino Sans",
+  "Hiragino Kaku Gothic ProN", "Yu Gothic", "Meiryo", "PingFang SC", "Microsoft YaHei", "Malgun Gothic",
+  "Noto Sans Devanagari", sans-serif;
   color: var(--fg); line-height: 1.5; max-width: 1200px; margin: 2rem auto; padding: 0 1rem; }
 h1 { margin-bottom: 0.2rem; } .subtitle { color: var(--muted); margin-top: 0; }
 h2 { border-bottom: 1px solid var(--line); padding-bottom: 0.2rem; margin-top: 2.2rem; }
@@ -236,6 +260,15 @@ figcaption { font-weight: 600; } figcaption small { font-weight: normal; }
 table.samples td.text { white-space: pre-wrap; overflow-wrap: anywhere; min-width: 12rem; max-width: 28rem; }
 .score { color: var(--muted); font-size: 0.8rem; margin-top: 0.3rem; font-variant-numeric: tabular-nums; }
 .missing { color: var(--muted); }
+details > summary { cursor: pointer; list-style-position: outside; }
+details > summary h2 { display: inline; border: none; }
+section > details { border-bottom: 1px solid var(--line); padding-bottom: 0.4rem; margin-top: 1.6rem; }
+table.evidence td { white-space: pre; font-variant-numeric: tabular-nums; font-size: 0.78rem; line-height: 1.3;
+  padding: 0.2rem 0.35rem; }
+table.evidence td.v-better { background: #c8ecdf; color: #0b3d2c; } table.evidence td.v-worse { background: #f7d0bd; color: #5a1f00; }
+table.evidence td.v-negligible { background: #d5ebf8; color: #0f3550; } table.evidence td.v-none { background: #e9e9e9; color: #333; }
+table.evidence td.v-unclear { background: #fbe6b8; color: #4d3500; }
+table.evidence td.v-untestable { background: #fff; color: #555; font-style: italic; border-style: dashed; }
 """
 
 
@@ -285,11 +318,11 @@ def render_markdown(report: Report) -> str:
             out += [_md(paragraph), ""]
         if section.bullets:
             out += [f"- {_md(b)}" for b in section.bullets] + [""]
+        for figure in section.figures:
+            out += [f"*{_md(figure.title)}*" + (f" — {_md(figure.note)}" if figure.note else ""), ""]
+            out += [f"![{_md_inline(figure.title)}]({quote(_relative_path(figure).as_posix())})", ""]
         for table in section.tables:
             out += _md_table_block(table)
-        for figure in section.figures:
-            out += [f"![{_md_inline(figure.title)}]({quote(_relative_path(figure).as_posix())})", ""]
-            out += [f"*{_md(figure.title)}*" + (f" — {_md(figure.note)}" if figure.note else ""), ""]
         for language, rows in _by_language(section.samples).items():
             out += [f"### Sample outputs: {_md(language)}", "", _md_samples(rows, section.sample_arms), ""]
     return "\n".join(out).rstrip() + "\n"

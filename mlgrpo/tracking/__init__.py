@@ -12,6 +12,7 @@ rewards or advantage math; trainers reach it through TrackingCallback, the runne
     store     Tracker: experiment, parent and child runs, resume by identity
     callback  TrackingCallback for Hugging Face / TRL trainers
     plots     per-language figures; datasets: data used by a run; server: a local `mlflow server`
+    views     saved views of the MLflow UI: per-language charts grouped by arm, opened by a link
 
 Importing this package is cheap: names, URIs and params load here; the parts that import mlflow,
 transformers or matplotlib load when first used (`from mlgrpo.tracking import Tracker`).
@@ -34,6 +35,7 @@ _LAZY = {
     "log_comparison_plots": "mlgrpo.tracking.plots",
     "log_records": "mlgrpo.tracking.datasets",
     "MlflowServer": "mlgrpo.tracking.server",
+    "write_views": "mlgrpo.tracking.views",
 }
 
 __all__ = [

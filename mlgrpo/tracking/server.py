@@ -159,7 +159,3 @@ def experiment_id(uri: str, name: str) -> str:
         names = sorted(e.name for e in client.search_experiments())
         raise UserError(f"no experiment {name!r} in {mask_uri(uri)}; it has: {', '.join(names) or 'none'}")
     return experiment.experiment_id
-
-
-def ui_url(server: MlflowServer, experiment: str | None) -> str:
-    return f"{server.url}/#/experiments/{experiment}" if experiment is not None else server.url

@@ -51,7 +51,7 @@ def test_baseline_adds_changes_and_collapse_flags(model_dir, tmp_path, capsys):
     changes = json.loads(second.read_text(encoding="utf-8"))["changes"]
     # The same model on the same prompts: nothing changed and nothing collapsed.
     assert changes["eval/collapse/en"] == 0.0 and changes["eval/collapse/ja"] == 0.0
-    assert changes["eval/exact_match/ja/change"] == 0.0
+    assert changes["eval/change/exact_match/ja"] == 0.0
     assert "collapse since the baseline: none" in capsys.readouterr().out
 
 

@@ -63,11 +63,11 @@ def test_collapse_when_consistency_or_accuracy_falls_more_than_the_threshold():
     warnings = collapse_warnings(report(START), report(now), threshold=0.1)
     assert warnings["eval/collapse/sw"] == 1.0 and warnings["eval/collapse/en"] == 0.0  # en fell only 0.05
     assert "eval/collapse/und" not in warnings
-    assert warnings["eval/language_consistency/sw/change"] == pytest.approx(-0.2)
-    assert warnings["eval/exact_match/sw/change"] == pytest.approx(0.1)
+    assert warnings["eval/change/language_consistency/sw"] == pytest.approx(-0.2)
+    assert warnings["eval/change/exact_match/sw"] == pytest.approx(0.1)
     # macro exact match: 0.6 -> 0.625; worst language consistency 0.9 -> 0.7.
-    assert warnings["eval/exact_match/macro/change"] == pytest.approx(0.025)
-    assert warnings["eval/language_consistency/worst/change"] == pytest.approx(-0.2)
+    assert warnings["eval/change/exact_match/macro"] == pytest.approx(0.025)
+    assert warnings["eval/change/language_consistency/worst"] == pytest.approx(-0.2)
     assert collapse_warnings(report(START), report(now), threshold=0.25)["eval/collapse/sw"] == 0.0
 
 
@@ -75,7 +75,7 @@ def test_accuracy_collapse_and_a_language_new_since_the_start():
     now = dict(START, sw={**START["sw"], "exact_match": 0.1}, ja={"exact_match": 0.5})
     warnings = collapse_warnings(report(START), report(now))
     assert warnings["eval/collapse/sw"] == 1.0  # 0.4 -> 0.1
-    assert warnings["eval/collapse/ja"] == 0.0 and "eval/exact_match/ja/change" not in warnings
+    assert warnings["eval/collapse/ja"] == 0.0 and "eval/change/exact_match/ja" not in warnings
 
 
 @pytest.mark.parametrize("threshold", [-0.1, 1.5, "0.1", True])

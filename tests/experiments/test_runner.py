@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 TRIMMED = Path(__file__).with_name("trimmed.yaml")
 
@@ -38,11 +39,14 @@ def check_layout(uri: str) -> None:
         metrics = run.data.metrics
         for name in ("train/reward/en", "train/reward/ja", "train/reward/macro", "eval/exact_match/en",
                      "eval/chrf/ja", "system/samples_per_sec", "system/peak_memory_mb",
-                     "eval/kl_ref/en", "eval/collapse/ja", "eval/chrf/macro/change"):
+                     "eval/kl_ref/en", "eval/collapse/ja", "eval/change/chrf/macro"):
             assert name in metrics, name
         history = client.get_metric_history(run.info.run_id, "eval/chrf/en")
         assert sorted(m.step for m in history) == [0, 2, 4]  # step 0, every 2 steps, the end: once each
         assert run.data.params["training.learning_rate"] in ("0.001", "1e-3", "0.0010")
+        resolved = client.download_artifacts(run.info.run_id, "config.resolved.yaml")  # each run's own config
+        config = yaml.safe_load(open(resolved, encoding="utf-8"))
+        assert config["arm"] == tags["arm"] and config["seed"] == 0 and config["config_hash"] == tags["config_hash"]
     ppo = next(r for r in children if r.data.tags["arm"] == "ppo")
     assert "train/ppo/value_loss" in ppo.data.metrics or any(k.startswith("train/ppo/value_loss") for k in ppo.data.metrics)
 

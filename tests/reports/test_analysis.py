@@ -10,7 +10,7 @@ import pytest
 from mlgrpo.reports import analysis
 from mlgrpo.reports.aggregate import aggregate_differences, aggregate_intervals, reduce
 from mlgrpo.reports.collect import comparison_from
-from mlgrpo.reports.conclusions import conclusions
+from mlgrpo.reports.conclusions import verdict_lines
 from mlgrpo.tracking.reader import ExperimentRecord, RunRecord
 
 IDS = ["a", "b", "c", "d"]
@@ -70,11 +70,13 @@ def test_difference_on_one_language_is_stated_and_none_on_the_other():
     en = paired[(paired.language == "en")].iloc[0]
     assert (en.difference, en.low, en.high) == pytest.approx((1.0, 1.0, 1.0))
     assert en.p == pytest.approx(2 / 256) and en.p_adjusted == pytest.approx(4 / 256)
-    assert en.verdict == "a_better"
-    assert paired[paired.language == "ja"].iloc[0].verdict == "no_difference"
-    text = " ".join(conclusions(paired, ["exact_match"], seeds=2))
-    assert "grpo above ppo on en exact_match: +1.000 [+1.000, +1.000]" in text
-    assert "No significant difference between grpo and ppo on exact_match for ja" in text
+    assert en.verdict == "better" and en.conditional  # 2 seeds: these trained models, not yet the algorithm
+    # ja: the same answers in both arms, difference 0 [0, 0]: within +-0.02 of exact match, "negligible"
+    ja = paired[paired.language == "ja"].iloc[0]
+    assert ja.verdict == "negligible" and "within +-0.02" in ja.reason
+    text = " ".join(verdict_lines(paired, ["exact_match"], seeds=2, min_seeds=6))
+    assert "grpo is better than ppo on exact_match on en: +1.000 [+1.000, +1.000]" in text
+    assert "exact_match on ja (+0.000 [+0.000, +0.000])" in text and "With 2 seeds per arm" in text
     final = analysis.final_table(comp, ["exact_match"])
     row = final[(final.arm == "grpo") & (final.language == "macro")].iloc[0]
     assert row["mean"] == pytest.approx(0.75) and row.ci == "prompts x seeds" and row.prompts == 8
@@ -84,24 +86,26 @@ def test_one_seed_says_seed_variation_is_not_covered():
     comp = comparison([run("ppo", 0, [0, 0, 1, 0], [0, 0, 0, 0]), run("grpo", 0, [1, 1, 1, 1], [0, 0, 0, 0])])
     final = analysis.final_table(comp, ["exact_match"])
     assert set(final.ci) == {"prompts only (1 seed)"}
-    text = conclusions(analysis.paired_table(comp, ["exact_match"]), ["exact_match"], seeds=1)
-    assert any("One seed only" in line for line in text)
+    text = verdict_lines(analysis.paired_table(comp, ["exact_match"]), ["exact_match"], seeds=1, min_seeds=6)
+    assert any("With 1 seed per arm, every verdict holds for the trained models" in line for line in text)
 
 
 def test_one_seed_without_per_prompt_scores_has_no_interval_and_no_claim():
     comp = comparison([run("ppo", 0, [0, 0, 0, 0], [0] * 4, items=False),
                        run("grpo", 0, [1, 1, 1, 1], [0] * 4, items=False)])
     final = analysis.final_table(comp, ["exact_match"])
-    assert final.low.isna().all() and set(final.ci) == {"unavailable (1 seed, no per-prompt scores)"}
+    assert final.low.isna().all() and set(final.ci) == {"unavailable (1 seed(s), one value each: fewer than 6)"}
     paired = analysis.paired_table(comp, ["exact_match"])
-    assert set(paired.verdict) == {"not_testable"}  # one pair per language: nothing can be claimed
+    assert set(paired.verdict) == {"untestable"}  # one pair per language: nothing can be claimed
+    assert set(paired.reason) == {"one value per seed (no per-prompt scores) and 1 seed: a test over seeds needs 6 "
+                                  "(its smallest p here is 2/2^1 = 1)"}
     assert any("logged no per-prompt scores" in w for w in comp.warnings)
 
 
 def test_one_arm_and_runs_in_progress():
     comp = comparison([run("grpo", 0, [1, 0, 1, 0], [0] * 4, status="RUNNING")])
     assert analysis.paired_table(comp, ["exact_match"]).empty
-    assert conclusions(analysis.paired_table(comp, ["exact_match"]), ["exact_match"], 1)[0].startswith("Only one arm")
+    assert verdict_lines(analysis.paired_table(comp, ["exact_match"]), ["exact_match"], 1, 6)[0].startswith("Only one arm")
     assert any("still running" in w for w in comp.warnings)
     assert len(analysis.cost_table(comp)) == 1  # no ratio row without a second arm
 
@@ -133,13 +137,21 @@ def test_arms_follow_the_experiment_order_and_missing_seeds_are_warned():
 
 def test_seed_level_aggregates_are_tested_over_seeds_not_claimed_from_two():
     # no per-prompt scores, 2 seeds: grpo is 0.1 above ppo in both seeds and both languages. Over seeds the
-    # smallest sign-flip p with 2 pairs is 2 / 4 = 0.5: no difference can be claimed, whatever its size.
+    # smallest sign-flip p with 2 pairs is 2 / 4 = 0.5: nothing can be claimed, whatever its size, and the
+    # report says so (untestable, with the reason) instead of "no difference"; no interval is shown.
     runs = [run("ppo", s, [0.5] * 4, [0.4] * 4, items=False) for s in (0, 1)]
     runs += [run("grpo", s, [0.6] * 4, [0.5] * 4, items=False) for s in (0, 1)]
     paired = analysis.paired_table(comparison(runs), ["exact_match"])
     macro = paired[paired.language == "macro"].iloc[0]
     assert macro.difference == pytest.approx(0.1) and macro.p == pytest.approx(0.5)
-    assert set(paired.verdict) == {"no_difference"}
+    assert set(paired.verdict) == {"untestable"} and paired.low.isna().all() and paired.high.isna().all()
+    assert "2 seeds: a test over seeds needs 6 (its smallest p here is 2/2^2 = 0.5)" in macro.reason
+    # with 6 seeds the same differences are testable over seeds: all 6 pairs +0.1, p = 2/64 < 0.05
+    runs = [run("ppo", s, [0.5] * 4, [0.4] * 4, items=False) for s in range(6)]
+    runs += [run("grpo", s, [0.6] * 4, [0.5] * 4, items=False) for s in range(6)]
+    paired = analysis.paired_table(comparison(runs), ["exact_match"])
+    macro = paired[paired.language == "macro"].iloc[0]
+    assert macro.p == pytest.approx(2 / 64) and macro.verdict == "better" and not macro.conditional
 
 
 def test_a_language_without_the_metric_does_not_block_the_aggregates():

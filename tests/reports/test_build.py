@@ -91,26 +91,50 @@ def test_every_file_is_written(written):
     out, result = written
     for name in ("report.html", "report.md", "tables/final_metrics.csv", "tables/paired_differences.csv",
                  "tables/stability.csv", "tables/convergence.csv", "tables/cost.csv", "tables/differences.csv",
-                 "figures/train_reward.png", "blind/sheet.csv", "blind/key.csv"):
+                 "tables/answer.csv", "figures/train_reward.png", "figures/forest.png", "blind/sheet.csv"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert (out / "figures/train_reward.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Traceback" not in result.stderr
 
 
-def test_conclusions_follow_the_statistics(written):
+def assert_consistent(rows: list[dict]) -> None:
+    """No verdict says more, or less, than its interval: the rule a reader checks by eye."""
+    for row in rows:
+        verdict, d, low, high = row["verdict"], float(row["difference"]), float(row["low"]), float(row["high"])
+        delta = float(row["smallest_effect"])
+        if verdict in ("better", "worse"):
+            assert (low > 0) == (high > 0) and low * high > 0 and abs(d) >= delta, row
+        elif verdict == "no difference":
+            assert low <= 0 <= high, row
+        elif verdict == "unclear":
+            assert low > 0 or high < 0, row
+        elif verdict == "negligible":
+            assert abs(d) < delta or -delta < low <= high < delta, row
+        else:
+            assert verdict == "untestable" and row["reason"], row
+
+
+def test_the_first_screen_answers_and_never_contradicts_its_intervals(written):
     out, _ = written
     import html
 
-    text = html.unescape((out / "report.html").read_text(encoding="utf-8"))
-    assert "grpo above ppo on en exact_match: +1.000 [+1.000, +1.000], holm p = 0.000977" in text
-    assert "grpo above ppo on the macro average of exact_match: +0.500" in text
-    assert "No significant difference between grpo and ppo on exact_match for ja" in text
+    page = (out / "report.html").read_text(encoding="utf-8")
+    text = html.unescape(page)
+    assert "grpo is better than ppo on exact_match on en: +1.000 [+1.000, +1.000]" in text
+    assert "exact_match on the macro average: +0.500" in text
+    # the answer first: verdict, forest plot, wide table; the contents and the details after it
+    order = [page.index(marker) for marker in ("<h2>The answer</h2>", "grpo vs ppo:", 'id="figure-1-1"',
+                                                'id="table-answer"', '<nav class="toc">', "<details><summary><h2>Setup")]
+    assert order == sorted(order)
+    assert 'class="evidence"' in page and "v-better" in page
     with open(out / "tables/paired_differences.csv", encoding="utf-8") as handle:
-        rows = {(r["metric"], r["language"]): r for r in csv.DictReader(handle)}
+        table = list(csv.DictReader(handle))
+    rows = {(r["metric"], r["language"]): r for r in table}
     en = rows[("exact_match", "en")]
-    assert en["verdict"] == "a_better" and float(en["difference"]) == pytest.approx(1.0)
-    assert float(en["p_adjusted"]) < 0.05 and rows[("exact_match", "ja")]["verdict"] == "no_difference"
+    assert en["verdict"] == "better" and float(en["difference"]) == pytest.approx(1.0)
+    assert float(en["p_adjusted"]) < 0.05 and rows[("exact_match", "ja")]["verdict"] == "negligible"
     assert not math.isnan(float(rows[("exact_match", "macro")]["low"]))
+    assert_consistent(table)
 
 
 def test_in_progress_run_is_said(written):
@@ -136,8 +160,12 @@ def test_blind_sheet_hides_the_arms_and_its_key_names_them(written):
     out, _ = written
     with open(out / "blind/sheet.csv", encoding="utf-8") as handle:
         sheet = list(csv.DictReader(handle))
-    with open(out / "blind/key.csv", encoding="utf-8") as handle:
+    # the key is neither in the report folder (handed to raters, logged to MLflow) nor beside the sheet
+    assert not [p for p in out.rglob("*") if "key" in p.name]
+    (key_file,) = (out.parent / "out.private").glob("blind-key-*.csv")
+    with open(key_file, encoding="utf-8") as handle:
         key = {r["row"]: r for r in csv.DictReader(handle)}
+    assert key_file.name == f"blind-key-{sheet[0]['sheet']}.csv" and {r["sheet"] for r in sheet} == {sheet[0]["sheet"]}
     assert len(sheet) == 6 and set(key) == {r["row"] for r in sheet}
     assert {key[r["row"]]["A"] for r in sheet} == {"ppo", "grpo"}  # both orders occur
     for row in sheet:
@@ -152,7 +180,7 @@ def test_one_arm_one_seed(tmp_path):
     result = report("solo", "--tracking-uri", uri, "--out", "solo", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     md = (tmp_path / "solo/report.html").read_text(encoding="utf-8")
-    assert "Only one arm" in md and "One seed only" in md
+    assert "Only one arm" in md and "prompts only (1 seed)" in md
 
 
 def test_unknown_experiment_is_one_clear_line(tmp_path):

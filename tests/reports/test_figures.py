@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread
 
-from mlgrpo.reports.figures import PALETTE, arm_colours, bars_figure, curves_figure
-from mlgrpo.reports.stats import curve_band
+from mlgrpo.reports.figures import (
+    CJK_FONTS, PALETTE, VERDICT_COLOURS, arm_colours, bars_figure, cjk_font, curves_figure, forest_figure,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 nan = math.nan
@@ -24,8 +25,7 @@ def assert_png(path):
 
 
 def _curve(values):
-    band = curve_band(values)
-    return np.arange(values.shape[1]), band.mean, band.low, band.high
+    return np.arange(values.shape[1]), values
 
 
 def test_curves_figure_many_languages(tmp_path):
@@ -38,22 +38,70 @@ def test_curves_figure_many_languages(tmp_path):
     assert_png(path)
 
 
+def _pixels_of(path, colour: str, tolerance: float = 0.08) -> int:
+    from matplotlib.colors import to_rgb
+
+    pixels = imread(path)[..., :3]
+    return int((np.abs(pixels - np.array(to_rgb(colour))).max(axis=-1) < tolerance).sum())
+
+
+def test_seeds_are_thin_lines_and_the_band_needs_enough_seeds(tmp_path):
+    # two seeds far apart: without a band the arm's colour covers only its lines; with band_seeds=2 the
+    # t-band (+-12.7 standard errors) fills the panel in a pale tint of that colour
+    values = np.stack([np.linspace(0, 1, 30), np.linspace(0, 1, 30) + 0.5])
+    plain = curves_figure({"en": {"grpo": _curve(values)}}, "r", "y", tmp_path / "plain.png", arm_order=["grpo"])
+    banded = curves_figure({"en": {"grpo": _curve(values)}}, "r", "y", tmp_path / "band.png", arm_order=["grpo"],
+                           band_seeds=2)
+    pale = "#d9eaf3"  # PALETTE[0] (#0072B2) at alpha 0.15 on white: 0.85 + 0.15 * (0, 0.447, 0.698)
+    assert _pixels_of(plain, pale, 0.015) < 200 < 5000 < _pixels_of(banded, pale, 0.015)
+    assert _pixels_of(plain, PALETTE[0]) > 300  # the mean, drawn thick
+
+
 def test_curves_figure_nan_only_and_single(tmp_path):
-    all_nan = (np.arange(5.0), np.full(5, nan), np.full(5, nan), np.full(5, nan))
+    all_nan = (np.arange(5.0), np.full((2, 5), nan))
     assert_png(curves_figure({"ar": {"grpo": all_nan}}, "nan", "y", tmp_path / "nan.png"))
-    one_seed = _curve(np.array([[0.1, 0.3, nan, 0.5]]))  # 1 seed: NaN band, a gap in the line
+    one_seed = _curve(np.array([[0.1, 0.3, nan, 0.5]]))  # 1 seed: a gap in the line
     assert_png(curves_figure({"ar": {"grpo": one_seed}}, "one", "y", tmp_path / "one.png"))
-    one_point = (np.array([3.0]), np.array([0.5]), np.array([nan]), np.array([nan]))
+    one_point = (np.array([3.0]), np.array([[0.5]]))
     assert_png(curves_figure({"ar": {"grpo": one_point}}, "point", "y", tmp_path / "point.png"))
 
 
 def test_curves_figure_rejects_bad_input(tmp_path):
     with pytest.raises(ValueError, match="no languages"):
         curves_figure({}, "t", "y", tmp_path / "x.png")
-    with pytest.raises(ValueError, match="one length"):
-        curves_figure({"ar": {"grpo": (np.arange(3), np.zeros(2), np.zeros(2), np.zeros(2))}}, "t", "y", tmp_path / "x.png")
+    with pytest.raises(ValueError, match="of one length"):
+        curves_figure({"ar": {"grpo": (np.arange(3), np.zeros((2, 2)))}}, "t", "y", tmp_path / "x.png")
     with pytest.raises(ValueError, match=r"\['dpo'\] are not in arm_order"):
         curves_figure({"ar": {"dpo": _curve(np.zeros((2, 3)))}}, "t", "y", tmp_path / "x.png", arm_order=["grpo"])
+
+
+def test_forest_figure_colours_each_verdict(tmp_path):
+    rows = pd.DataFrame([
+        {"metric": "exact_match", "language": "en", "arm": "grpo", "difference": 0.3, "low": 0.2, "high": 0.4,
+         "verdict": "better", "smallest_effect": 0.02},
+        {"metric": "exact_match", "language": "ja", "arm": "grpo", "difference": -0.3, "low": -0.4, "high": -0.2,
+         "verdict": "worse", "smallest_effect": 0.02},
+        {"metric": "exact_match", "language": "macro", "arm": "grpo", "difference": 0.0, "low": -0.3, "high": 0.3,
+         "verdict": "no difference", "smallest_effect": 0.02},
+        {"metric": "chrf", "language": "en", "arm": "grpo", "difference": -3.5, "low": nan, "high": nan,
+         "verdict": "untestable", "smallest_effect": 1.0},
+    ])
+    path = forest_figure(rows, ["exact_match", "chrf"], ["en", "ja", "macro"], ["grpo"], {}, tmp_path / "forest.png",
+                         "ppo")
+    assert_png(path)
+    for verdict in ("better", "worse", "no difference", "untestable"):
+        assert _pixels_of(path, VERDICT_COLOURS[verdict]) > 20, verdict
+    with pytest.raises(ValueError, match="no rows"):
+        forest_figure(rows, ["bleu"], ["en"], ["grpo"], {}, tmp_path / "none.png", "ppo")
+
+
+def test_a_cjk_font_is_found_or_reported():
+    # fonts-noto-cjk (installed by .ci/run) gives Noto Sans CJK; without one cjk_font() says None and the
+    # report warns instead of drawing boxes silently
+    from matplotlib import font_manager
+
+    names = {entry.name for entry in font_manager.fontManager.ttflist}
+    assert cjk_font() == next((n for n in CJK_FONTS if n in names), None)
 
 
 def test_arm_colours_are_stable():

@@ -6,10 +6,10 @@ import doctest
 
 import pytest
 
-from mlgrpo.tracking import datasets, names, params, uris
+from mlgrpo.tracking import datasets, names, params, uris, views
 
 
-@pytest.mark.parametrize("module", [names, params, uris, datasets], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [names, params, uris, datasets, views], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

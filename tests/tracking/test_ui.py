@@ -74,7 +74,8 @@ def test_ui_binds_loopback_prints_the_url_and_stops_on_ctrl_c(sqlite_uri, tmp_pa
         assert line.startswith("MLflow UI: http://127.0.0.1:"), line + ui.stderr.read()
         url = line.split()[2]
         base, fragment = url.split("/#/")
-        assert fragment == f"experiments/{tracker.experiment_id}"
+        # no runs yet, so no views: the runs page (3.17's plain experiment link opens the GenAI traces page)
+        assert fragment == f"experiments/{tracker.experiment_id}/runs?workflowType=machine_learning"
         port = int(base.rsplit(":", 1)[1])
         assert _listening(port) == ["0100007F"]  # 127.0.0.1 only, no 0.0.0.0 or IPv6 socket
         with urllib.request.urlopen(base, timeout=30) as page:
