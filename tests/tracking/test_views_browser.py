@@ -1,0 +1,108 @@
+"""The saved views in a real browser: `mlgrpo run` of the quickstart (shortened), then `mlgrpo ui` against
+its store, and every view it links loaded in headless Chromium from the real `mlflow server` on 127.0.0.1.
+Each must open on its named sections with one chart per language, the runs grouped by arm with every
+child run listed, and none of the metrics the view leaves out. This pins the undocumented saved-view
+format (mlgrpo.tracking.views) to the pinned MLflow UI: if MLflow changes it, this test fails.
+
+Skipped without a Chromium-family browser (.ci/run installs Debian's `chromium`). About 3 minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.browser import Chromium, find_chromium
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(find_chromium() is None, reason="no chromium on PATH")]
+
+QUICKSTART = Path(__file__).parents[2] / "experiments" / "quickstart.yaml"
+CLI = [sys.executable, "-c", "import sys; from mlgrpo.cli import main; sys.exit(main(sys.argv[1:]))"]
+# What each view must show first: its first section's title and that section's charts (titles are metric keys).
+EXPECTED = {
+    "Reward by language": ("Reward (train) per language, mean over seeds",
+                           [f"train/reward/{x}" for x in ("en", "es", "ru", "ar", "ja", "sw", "macro", "worst")]),
+    "Held-out metrics by language": ("Held-out exact_match per language",
+                                     [f"eval/exact_match/{x}" for x in ("en", "es", "ru", "ar", "ja", "sw")]),
+    "Macro / worst / gap": ("Reward (train): macro and worst language", ["train/reward/macro", "train/reward/worst"]),
+    "PPO and GRPO diagnostics": ("Optimisation", ["train/loss", "train/grad_norm"]),
+    "Cost": ("Throughput, memory and time", ["system/samples_per_sec", "system/peak_memory_mb"]),
+}
+LEFT_OUT = ("train/adv/mean/en", "train/completion_length/en", "eval/length_chars/en")
+
+
+def shortened_quickstart(folder: Path) -> Path:
+    """The shipped quickstart, everything but its shape made tiny: 6 languages, 3 arms, 2 seeds, 8 steps."""
+    config = yaml.safe_load(QUICKSTART.read_text(encoding="utf-8"))
+    config["model"]["policy"] = ("tiny:hidden_size=32,num_heads=2,num_layers=1,intermediate_size=64,max_steps=10,"
+                                 "check_every=5,target_exact_match=0.0,train_per_language=40,eval_per_language=4,"
+                                 "final_eval_per_language=4,languages=en+es+ru+ar+ja+sw")
+    config["data"]["per_language"] = {lang: 40 for lang in ("en", "es", "ru", "ar", "ja")} | {"sw": 8}
+    config["training"].update(num_generations=4, per_device_train_batch_size=8, max_completion_length=8, max_steps=8,
+                              logging_steps=1)
+    config["evaluation"].update(every_steps=4, per_language=4, max_new_tokens=8)
+    config["run"].update(workers=2, checkpoint_every=4)
+    path = folder / "quickstart.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("views-quickstart")
+    shortened_quickstart(folder)
+    result = subprocess.run([*CLI, "run", "quickstart.yaml"], cwd=folder, capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "MLflow views: Reward by language, Held-out metrics by language" in result.stderr  # written by the run
+    return f"sqlite:///{folder}/mlflow.db"
+
+
+@pytest.fixture(scope="module")
+def links(store):
+    """{view name: URL} as `mlgrpo ui` prints them, with the server it started kept up for the module."""
+    ui = subprocess.Popen([*CLI, "ui", "--tracking-uri", store, "--port", "0", "--experiment", "quickstart"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        first = ui.stdout.readline()
+        assert first.startswith("MLflow UI: http://127.0.0.1:"), first + ui.stderr.read()
+        lines = [ui.stdout.readline() for _ in range(len(EXPECTED) + 2)]
+        found = {}
+        for line in lines[1:]:
+            name, _, url = line.strip().rpartition("  ")
+            found[name.strip()] = url
+        yield first.split()[2], found
+    finally:
+        os.killpg(ui.pid, signal.SIGINT)
+        ui.wait(timeout=60)
+
+
+def test_ui_opens_on_the_reward_view_and_links_every_view(links):
+    first, found = links
+    assert list(found) == [*EXPECTED, "all runs"]
+    assert first == found["Reward by language"] and "viewStateShareKey=mlgrpo-reward-by-language" in first
+    assert found["all runs"].endswith("/runs?workflowType=machine_learning")
+
+
+@pytest.mark.parametrize("view", list(EXPECTED))
+def test_each_view_opens_ready_in_chromium(links, view, tmp_path):
+    _, found = links
+    section, charts = EXPECTED[view]
+    with Chromium(width=1600, height=1400) as browser:
+        browser.open(found[view])
+        titles = "Array.from(document.querySelectorAll('[title]')).map(e => e.getAttribute('title'))"
+        shown = browser.wait_for(f"(() => {{ const t = {titles}; "
+                                 f"return {charts!r}.every(c => t.includes(c)) && t; }})()")
+        text = browser.evaluate("document.body.innerText")
+        assert section in text and f"{view}\n" in text  # the section, and the view's name in the view picker
+        assert "Group by: arm" in text
+        for arm in ("ppo", "grpo", "grpo-lang-balanced"):
+            assert f"Group: {arm}" in text and f"{arm}-seed0" in text and f"{arm}-seed1" in text  # children listed
+        assert not [key for key in LEFT_OUT if key in shown]
+        assert browser.wait_for("document.querySelectorAll('.js-plotly-plot').length") >= 1  # charts drawn
