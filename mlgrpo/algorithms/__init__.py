@@ -5,7 +5,9 @@
 - group_stats.py: the one on-device primitive (per-group mean/std/count over arbitrary ids);
 - grouping.py:    group keys (prompt, language, prompt in language, hash bucket, length bucket);
 - estimators.py:  the estimator registry (grpo, dr_grpo, rloo, reinforce_pp, gae);
-- shaping.py:     temperature, relative/absolute mix, multi-objective, inter-group regulariser;
+- shaping.py:     temperature, relative/absolute mix, inter-group regulariser (and its per-row weights);
+- weighting.py:   one reward per completion from the reward columns (TRL's nansum rule, or all required);
+- kl.py:          KL estimators k1, k2, k3 (registry); ppo.py: PPO's token rewards and per-token KL penalty;
 - config.py:      AdvantageConfig; advantages.py: compute_advantages, the trainer's entry point;
 - losses.py:      PPO's clipped value loss and explained variance (imported directly by the PPO trainer).
 
@@ -15,21 +17,30 @@ torch and nothing of transformers, trl or mlflow (tests/algorithms checks this i
 
 from mlgrpo.algorithms.advantages import AdvantageResult, compute_advantages
 from mlgrpo.algorithms.config import STD_SCOPES, AdvantageConfig
-from mlgrpo.algorithms.estimators import ESTIMATORS, EstimatorBatch, EstimatorParams, EstimatorSpec, register_estimator
+from mlgrpo.algorithms.estimators import (
+    ESTIMATORS, EstimatorBatch, EstimatorParams, EstimatorSpec, register_estimator, whiten_tokens,
+)  # fmt: skip
 from mlgrpo.algorithms.group_stats import GroupStats, GroupTable, dense_index, group_max, group_stats, pair_ids
 from mlgrpo.algorithms.grouping import GROUP_KEYS, GroupingParams, GroupKeys, stable_hash
+from mlgrpo.algorithms.kl import KL_ESTIMATORS
+from mlgrpo.algorithms.ppo import kl_penalty, token_rewards
 from mlgrpo.algorithms.registry import Registry
 from mlgrpo.algorithms.shaping import (
-    combine_objectives,
+    InterGroupRows,
+    inter_group_change,
+    inter_group_rows,
     inter_group_variance,
     mix_relative_absolute,
     scheduled_temperature,
     temperature_advantages,
 )
+from mlgrpo.algorithms.weighting import WEIGHTINGS, all_scored, any_scored
 
 __all__ = [
     "ESTIMATORS",
     "GROUP_KEYS",
+    "KL_ESTIMATORS",
+    "WEIGHTINGS",
     "STD_SCOPES",
     "AdvantageConfig",
     "AdvantageResult",
@@ -40,17 +51,24 @@ __all__ = [
     "GroupStats",
     "GroupTable",
     "GroupingParams",
+    "InterGroupRows",
     "Registry",
-    "combine_objectives",
+    "all_scored",
+    "any_scored",
     "compute_advantages",
     "dense_index",
     "group_max",
     "group_stats",
+    "inter_group_change",
+    "inter_group_rows",
     "inter_group_variance",
+    "kl_penalty",
     "mix_relative_absolute",
     "pair_ids",
     "register_estimator",
     "scheduled_temperature",
     "stable_hash",
     "temperature_advantages",
+    "token_rewards",
+    "whiten_tokens",
 ]

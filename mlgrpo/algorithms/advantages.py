@@ -4,13 +4,15 @@
             -> group ids (cfg.group_by) and std-scope ids (cfg.std_scope)
             -> the registered estimator, once per reward column (each objective its own baseline)
             -> weighted sum of objectives -> relative/absolute mix -> temperature
-            -> advantages, metrics, regulariser
+            -> advantages, metrics, the inter-group regulariser's weights
+    per-token (gae): a row with a non-finite token reward has no reward: it leaves the mask
+            -> one GAE pass -> value targets (raw advantages + values) -> whitened over the std scope
 
 Metrics are 0-d tensors on the rewards' device; the trainer converts them to numbers once per step,
 so no host synchronisation happens here. Group health is of the (weighted) reward:
     adv/groups, adv/zero_std_groups (singletons included), adv/singleton_groups   baseline groups
     adv/frac_zero_std          share of rows in zero-std groups (TRL's frac_reward_zero_std)
-    adv/nonfinite_rewards      NaN (no reward) and +-inf rewards: left out, advantage 0
+    adv/nonfinite_rewards      NaN (no reward) and +-inf rewards: left out, advantage 0 (per-token: rows)
     adv/nonfinite_advantages   advantages that came out non-finite and were set to 0 (should stay 0)
     adv/mean, adv/std, adv/abs_mean, adv/mean/<lang>, adv/std/<lang>    advantages (per completion)
     adv/inter_group_var, adv/temperature (when the schedule is on)
@@ -25,16 +27,18 @@ import torch
 from torch import Tensor
 
 from mlgrpo.algorithms.config import AdvantageConfig
-from mlgrpo.algorithms.estimators import EstimatorBatch
+from mlgrpo.algorithms.estimators import EstimatorBatch, whiten_tokens
 from mlgrpo.algorithms.group_stats import group_stats
 from mlgrpo.algorithms.grouping import GROUP_KEYS, GroupKeys
 from mlgrpo.algorithms.shaping import (
-    combine_objectives,
+    InterGroupRows,
+    inter_group_rows,
     inter_group_variance,
     mix_relative_absolute,
     scheduled_temperature,
     temperature_advantages,
 )
+from mlgrpo.algorithms.weighting import all_scored
 from mlgrpo.errors import UserError
 
 
@@ -42,10 +46,15 @@ from mlgrpo.errors import UserError
 class AdvantageResult:
     advantages: Tensor  # (N,) per completion, or (N, T) per token for gae; always finite
     metrics: dict[str, Tensor]  # name -> 0-d tensor
-    # 0-d: inter_group_coef * variance of the group-mean advantages. Advantages carry no gradient, so this
-    # is the regulariser's value, not a loss term: a loss applies shaping.inter_group_variance to a
-    # quantity with gradient (e.g. ratio * advantage per row).
+    # 0-d: inter_group_coef * variance of the group-mean advantages over whole groups (its value at ratio 1).
     regularizer: Tensor
+    # The whole-group statistics each row carries into the loss (shaping.inter_group_change), when
+    # inter_group_coef > 0; None otherwise.
+    regularizer_rows: InterGroupRows | None = None
+    # Per-token estimators only: (N, T) value targets, raw advantages + values, from the same GAE pass
+    # (PPO's returns), and (N, T) the mask of the tokens that have a reward (unscored rows are 0).
+    returns: Tensor | None = None
+    mask: Tensor | None = None
 
 
 def compute_advantages(
@@ -68,34 +77,54 @@ def compute_advantages(
     """
     spec = cfg.spec
     _check_shapes(rewards, keys, cfg, spec.per_token, values, mask)
-    finite = torch.isfinite(rewards)
-    clean = rewards.masked_fill(~finite, float("nan"))
     group_ids = GROUP_KEYS.get(cfg.group_by)(keys, cfg.grouping)
     scale_ids = _scope_ids(cfg.scale_scope, group_ids, keys)
+    if spec.per_token:
+        return _per_token_advantages(rewards, values, mask, spec, group_ids, scale_ids, keys, cfg)
+    finite = torch.isfinite(rewards)
+    clean = rewards.masked_fill(~finite, float("nan"))
 
     def estimate(column: Tensor) -> Tensor:
-        return spec.fn(EstimatorBatch(column, group_ids, scale_ids, values, mask), cfg.params)
+        return spec.fn(EstimatorBatch(column, group_ids, scale_ids, lengths=keys.lengths), cfg.params)
 
     temperature = None
-    if spec.per_token:
-        advantages = estimate(clean)
-        scored = (clean.nan_to_num(nan=0.0) * mask).sum(dim=1)  # return per completion, for the metrics
-        variance = advantages.new_zeros(())
-    else:
-        if cfg.uses_temperature:
-            temperature = scheduled_temperature(step, total_steps, cfg.temperature_start, cfg.temperature_end)
-        advantages, scored = _outcome_advantages(clean, estimate, group_ids, cfg, temperature)
+    if cfg.uses_temperature:
+        temperature = scheduled_temperature(step, total_steps, cfg.temperature_start, cfg.temperature_end)
+    advantages, scored = _outcome_advantages(clean, estimate, group_ids, cfg, temperature)
     bad = ~torch.isfinite(advantages)
     advantages = advantages.masked_fill(bad, 0.0)
-    if not spec.per_token:
-        variance = inter_group_variance(advantages, group_ids)
+    variance = inter_group_variance(advantages, group_ids)
     metrics = _metrics(advantages, scored, group_ids, keys, cfg)
     metrics["adv/nonfinite_rewards"] = (~finite).sum().to(advantages.dtype)
     metrics["adv/nonfinite_advantages"] = bad.sum().to(advantages.dtype)
     metrics["adv/inter_group_var"] = variance.detach()
     if temperature is not None:
         metrics["adv/temperature"] = advantages.new_full((), temperature)
-    return AdvantageResult(advantages, metrics, cfg.inter_group_coef * variance)
+    rows = inter_group_rows(advantages, group_ids) if cfg.inter_group_coef > 0 else None
+    return AdvantageResult(advantages, metrics, cfg.inter_group_coef * variance, rows)
+
+
+def _per_token_advantages(rewards: Tensor, values: Tensor, mask: Tensor, spec, group_ids: Tensor,
+                          scale_ids: Tensor | None, keys: GroupKeys, cfg: AdvantageConfig) -> AdvantageResult:
+    """GAE once: raw advantages -> value targets (raw + values) -> whitened advantages over the scope.
+
+    A row with a non-finite token reward (NaN: no reward for the completion) leaves the mask: it gets
+    advantage 0, is not in the whitening statistics and has no value target (mask 0), and is counted.
+    """
+    scored_rows = torch.isfinite(rewards).all(dim=1)
+    live = mask.to(rewards.dtype) * scored_rows[:, None].to(rewards.dtype)
+    clean = rewards.masked_fill(~scored_rows[:, None], 0.0)
+    raw = spec.fn(EstimatorBatch(clean, group_ids, None, values, live), cfg.params)
+    advantages = raw if scale_ids is None else whiten_tokens(raw, live, scale_ids, cfg.params)
+    bad = ~torch.isfinite(advantages)
+    advantages = advantages.masked_fill(bad, 0.0)
+    scored = (clean * live).sum(dim=1).masked_fill(~scored_rows, float("nan"))  # return per completion
+    metrics = _metrics(advantages, scored, group_ids, keys, cfg)
+    metrics["adv/nonfinite_rewards"] = (~scored_rows).sum().to(advantages.dtype)
+    metrics["adv/nonfinite_advantages"] = bad.sum().to(advantages.dtype)
+    metrics["adv/inter_group_var"] = advantages.new_zeros(())
+    returns = (raw + values) * live
+    return AdvantageResult(advantages, metrics, advantages.new_zeros(()), returns=returns, mask=live)
 
 
 def _outcome_advantages(
@@ -110,7 +139,7 @@ def _outcome_advantages(
     else:
         weights = cfg.objective_weights
         per_objective = torch.stack([estimate(clean[:, k]) for k in range(clean.shape[1])], dim=1)
-        advantages, scored = combine_objectives(per_objective, weights), combine_objectives(clean, weights)
+        advantages, scored = all_scored(per_objective, weights), all_scored(clean, weights)
     advantages = mix_relative_absolute(advantages, scored, cfg.mix_lambda)
     if temperature is not None:
         unscored = advantages.masked_fill(torch.isnan(scored), float("nan"))  # left out of the softmax

@@ -24,7 +24,7 @@ STD_SCOPES = ("group", "language", "batch", "none")
 
 @dataclass(frozen=True)
 class AdvantageConfig:
-    # Estimator name in ESTIMATORS: grpo, dr_grpo, rloo, reinforce_pp, gae.
+    # Estimator name in ESTIMATORS: grpo, dr_grpo, rloo, reinforce_pp, reinforce_pp_token, gae.
     estimator: str = "grpo"
     # Rows that share a baseline, a name in GROUP_KEYS: prompt, language, prompt_in_language,
     # prompt_hash_bucket, length_bucket.

@@ -10,6 +10,19 @@ without a reward; it is left out of every statistic and gets advantage 0. Where 
 by a std it divides by (std + eps) (TRL: eps = 1e-4 added to the std, not to the variance), and gives
 0 where the std is 0 (see divide_by_std), so eps = 0 is safe too.
 
+Per-token estimators (gae) return advantages before any whitening; `compute_advantages` whitens them
+over the std scope's completion tokens (`whiten_tokens`), so that PPO's value targets (raw advantages +
+values) come from the same single GAE pass.
+
+Singleton groups (a group with one scored row, e.g. prompt_in_language with one sample, or a group whose
+other rows have no reward). The group mean is the row's own reward, so the centred reward is 0:
+    grpo, dr_grpo, rloo: advantage 0 (rloo: no other sample to leave out). TRL: 0 as well (its group std is
+        NaN, its nan_to_num gives 0). verl's grpo instead sets mean 0 and std 1 for a singleton, so the
+        advantage is r / (1 + eps); verl's rloo and reinforce++-baseline keep r (mean 0).
+    reinforce_pp, reinforce_pp_token: centred 0, then whitened over the scope like every other row:
+        (0 - mean_scope) / (std_scope + eps), usually not 0. verl's reinforce++-baseline whitens r itself.
+A group with no scored row at all contributes nothing. `adv/singleton_groups` counts them every step.
+
 Knows nothing about models, tokenizers, prompts, languages or MLflow: ids and tensors only.
 """
 
@@ -34,6 +47,7 @@ class EstimatorBatch:
     scale_ids: Tensor | None  # (N,) int64: rows that share a std (the std scope); None: no std scaling
     values: Tensor | None = None  # (N, T) critic estimates V(s_t) (gae)
     mask: Tensor | None = None  # (N, T) 1 for completion tokens, 0 for padding (gae)
+    lengths: Tensor | None = None  # (N,) int64 completion tokens per row (reinforce_pp_token's token weights)
 
 
 @dataclass(frozen=True)
@@ -141,13 +155,51 @@ def rloo(batch: EstimatorBatch, params: EstimatorParams) -> Tensor:
 def reinforce_pp(batch: EstimatorBatch, params: EstimatorParams) -> Tensor:
     """Subtract the group mean, then whiten over the scope: A = (c - mean_scope(c)) / (std_scope(c) + eps),
     c = r - mean_group(r). REINFORCE++ normalises over the global batch to avoid GRPO's per-prompt
-    std bias. rewards (N,) -> advantages (N,)."""
+    std bias. Each completion counts once in the scope's mean and std, whatever its length; verl and
+    OpenRLHF whiten per token instead (reinforce_pp_token). rewards (N,) -> advantages (N,)."""
     if batch.scale_ids is None:
         raise ValueError("reinforce_pp whitens over a scope: give scale_ids (all zeros for the whole batch)")
     r = batch.rewards
     centered = r - group_stats(r, batch.group_ids, params.ddof).mean
     scope = group_stats(centered, batch.scale_ids, params.ddof)
     return _zero_missing(divide_by_std(centered - scope.mean, scope.std, params.eps), r)
+
+
+@register_estimator(
+    "reinforce_pp_token",
+    scopes=("batch", "language"),
+    default_scope="batch",
+    paper="Hu et al. 2025, REINFORCE++ (arXiv:2501.03262), the group-baseline variant whitened per token "
+          "as published (verl reinforce_plus_plus_baseline, OpenRLHF reinforce_baseline)",
+)
+def reinforce_pp_token(batch: EstimatorBatch, params: EstimatorParams) -> Tensor:
+    """reinforce_pp with the scope's mean and std taken over completion tokens, not completions.
+
+    c_i = r_i - mean_group(r) is broadcast to the row's T_i tokens and whitened over every token of the
+    scope, so a row weighs T_i times: mean = sum_i T_i c_i / sum_i T_i, std with ddof over sum_i T_i tokens.
+    Every token of a row gets the same value, so the advantage stays one number per row (N,).
+    Hand-worked: one group r = [0, 1, 2] with T = [1, 1, 2]: c = [-1, 0, 1]; tokens -1, 0, 1, 1:
+    mean 0.25, std (ddof 1) sqrt((1.5625 + 0.0625 + 0.5625 * 2) / 3) = 0.957427;
+    A = [-1.305582, -0.261116, 0.783349] (eps 0). reinforce_pp (per completion) gives [-1, 0, 1].
+    verl adds 1e-8 to the variance (rsqrt(var + 1e-8)); we add eps to the std, like every estimator here.
+    rewards (N,) and lengths (N,) -> advantages (N,); a row with no tokens gets 0.
+    """
+    if batch.scale_ids is None:
+        raise ValueError("reinforce_pp_token whitens over a scope: give scale_ids (all zeros for the whole batch)")
+    if batch.lengths is None:
+        raise ValueError("reinforce_pp_token weighs rows by their tokens: give lengths (N,) completion token counts")
+    r = batch.rewards
+    centered = r - group_stats(r, batch.group_ids, params.ddof).mean
+    lengths = batch.lengths.clamp(min=0)
+    tokens = torch.repeat_interleave(centered, lengths)  # one entry per completion token, NaN rows stay NaN
+    scope = group_stats(tokens, torch.repeat_interleave(batch.scale_ids, lengths), params.ddof)
+    if tokens.numel() == 0:
+        return torch.zeros_like(r)
+    first = (torch.cumsum(lengths, 0) - lengths).clamp(max=tokens.numel() - 1)  # each row's first token
+    has_tokens = lengths > 0
+    mean, std = scope.mean[first], scope.std[first]
+    whitened = divide_by_std(centered - mean, std, params.eps)
+    return _zero_missing(torch.where(has_tokens, whitened, 0.0), r)
 
 
 @register_estimator(
@@ -166,7 +218,8 @@ def gae(batch: EstimatorBatch, params: EstimatorParams) -> Tensor:
         delta_t = r_t + gamma * V(next) - V_t,   A_t = delta_t + gamma * lam * A(next)
     where "next" is the next unmasked token (V(next) = 0 and A(next) = 0 after the last one), so
     padding inside a sequence is skipped. PPO's value targets are returns = advantages + values.
-    With a std scope the advantages are whitened over the unmasked tokens of the scope.
+    The advantages are returned unwhitened (scale_ids is not read): compute_advantages whitens them over
+    the std scope (whiten_tokens) and takes the value targets from the same pass.
     """
     if batch.values is None or batch.mask is None:
         raise ValueError("gae needs values (N, T) and mask (N, T)")
@@ -184,10 +237,16 @@ def gae(batch: EstimatorBatch, params: EstimatorParams) -> Tensor:
         next_value = m * values[:, t] + (1 - m) * next_value
         next_advantage = advantage + (1 - m) * next_advantage
         columns.append(advantage)
-    advantages = torch.stack(columns[::-1], dim=1)
-    if batch.scale_ids is None:
-        return advantages
-    token_scope = batch.scale_ids[:, None].expand_as(advantages).reshape(-1)
+    return torch.stack(columns[::-1], dim=1)
+
+
+def whiten_tokens(advantages: Tensor, mask: Tensor, scale_ids: Tensor, params: EstimatorParams) -> Tensor:
+    """(A - mean_scope) / (std_scope + eps) over the unmasked tokens of each scope; 0 at masked positions.
+
+    advantages (N, T), mask (N, T), scale_ids (N,): a row's tokens share its scope. The mean and std are
+    over tokens (a long completion weighs more), as PPO implementations whiten (OpenRLHF, verl masked_whiten).
+    """
+    token_scope = scale_ids[:, None].expand_as(advantages).reshape(-1)
     flat = advantages.reshape(-1).masked_fill(mask.reshape(-1) == 0, float("nan"))
     scope = group_stats(flat, token_scope, params.ddof)
     whitened = divide_by_std(flat - scope.mean, scope.std, params.eps)

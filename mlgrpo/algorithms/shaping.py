@@ -5,16 +5,17 @@
 - relative/absolute mix: lambda * group-relative advantage + (1 - lambda) * the reward itself, for tasks
   where the absolute reward level carries signal that group-relative comparison removes;
 - multiple objectives: each objective gets its own baseline, then the advantages are weighted
-  (alpha * safety + (1 - alpha) * helpfulness);
+  (alpha * safety + (1 - alpha) * helpfulness; the weighting is weighting.all_scored);
 - inter-group regulariser: the variance across groups of the group-mean advantage, a loss term against
-  advantage drift between groups.
+  advantage drift between groups; `inter_group_rows` keeps the rollout's whole-group statistics on every
+  row, so that a micro-batch (which holds fragments of groups) computes its exact share (`inter_group_change`).
 All are pure functions of (N,) tensors and group ids, with no host synchronisation.
 Knows nothing about models, prompts, languages or MLflow.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -60,14 +61,6 @@ def mix_relative_absolute(relative: Tensor, absolute: Tensor, lam: float) -> Ten
     return lam * relative + (1.0 - lam) * absolute.nan_to_num(nan=0.0)
 
 
-def combine_objectives(per_objective: Tensor, weights: Sequence[float]) -> Tensor:
-    """sum_k weights[k] * per_objective[:, k]: per_objective (N, K) advantages, each against its own
-    baseline; weights K numbers (kept on the host: no copy to the device). Returns (N,)."""
-    if per_objective.dim() != 2 or per_objective.shape[1] != len(weights):
-        raise ValueError(f"combine_objectives: {tuple(per_objective.shape)} advantages for {len(weights)} weights")
-    return sum(w * per_objective[:, k] for k, w in enumerate(weights))
-
-
 def inter_group_variance(advantages: Tensor, group_ids: Tensor) -> Tensor:
     """0-d: variance (ddof 0) across groups of each group's mean advantage, every group counted once.
 
@@ -77,3 +70,57 @@ def inter_group_variance(advantages: Tensor, group_ids: Tensor) -> Tensor:
     group_means = group_stats(advantages, group_ids).table.mean  # NaN for slots without a group
     centre = torch.nanmean(group_means)
     return torch.nanmean((group_means - centre) ** 2)
+
+
+
+@dataclass(frozen=True)
+class InterGroupRows:
+    """What each row of a rollout carries so that any subset of rows (a micro-batch) can compute its share
+    of the inter-group regulariser: the whole-group statistics at the rollout (ratio 1)."""
+
+    group_ids: Tensor  # (N,) int64 the row's baseline group
+    centred_mean: Tensor  # (N,) m_g - c at the rollout: the group's mean advantage minus the mean of all groups'
+    group_size: Tensor  # (N,) rows in the row's group (float)
+    groups: Tensor  # (N,) G, the number of groups in the rollout, on every row (float)
+
+
+def inter_group_rows(advantages: Tensor, group_ids: Tensor) -> InterGroupRows:
+    """The rollout's group statistics for `inter_group_change`, per row. advantages (N,), finite."""
+    stats = group_stats(advantages, group_ids)
+    live = stats.table.count > 0
+    n_groups = live.sum().to(advantages.dtype)
+    centre = torch.where(live, stats.table.mean, 0.0).sum() / n_groups.clamp(min=1.0)
+    return InterGroupRows(group_ids, stats.mean - centre, stats.count, n_groups.expand_as(advantages))
+
+
+def inter_group_change(advantages: Tensor, ratio: Tensor, rows: InterGroupRows) -> Tensor:
+    """0-d: var_g(m_g) with the given rows at `ratio`, minus its value at ratio 1; every other row of the
+    rollout stays at ratio 1. m_g is group g's mean of ratio_i * A_i (the regulariser of the method notes).
+
+    A micro-batch holds fragments of groups; this is exact for them without the other rows' ratios.
+    With d_g = sum_{i in g, given} A_i (ratio_i - 1) / |g| (0 for groups with no given row), m_g = m0_g + d_g
+    and, since the centred means sum to 0,
+        var(m) - var(m0) = (2/G) sum_g (m0_g - c0) d_g + (1/G) sum_g d_g^2 - ((1/G) sum_g d_g)^2.
+    Over all rows of a rollout it equals var(m) - var(m0) exactly; its gradient at ratio 1, summed over
+    the micro-batches of a rollout, is the regulariser's gradient. advantages, ratio (B,) for B given rows.
+
+    Hand-worked: A = [1, 3, -2], groups [a, a, b] (m0 = (2, -2), c0 = 0, G = 2); row 0 alone at ratio 2:
+    d_a = 1 * (2 - 1) / 2 = 0.5: (2/2) * 2 * 0.5 + (1/2) * 0.25 - (0.5 / 2)^2 = 1 + 0.125 - 0.0625 = 1.0625;
+    directly: m = (2.5, -2), var = 2.25^2 = 5.0625 against 4.
+    >>> rows = inter_group_rows(torch.tensor([1.0, 3.0, -2.0]), torch.tensor([0, 0, 1]))
+    >>> pick = torch.tensor([0])
+    >>> sub = InterGroupRows(*(getattr(rows, f)[pick] for f in ("group_ids", "centred_mean", "group_size", "groups")))
+    >>> inter_group_change(torch.tensor([1.0]), torch.tensor([2.0]), sub).item()
+    1.0625
+    """
+    if advantages.numel() == 0:
+        return advantages.new_zeros(())
+    n_groups = rows.groups[0].clamp(min=1.0)
+    per_row = advantages * (ratio - 1.0) / rows.group_size.clamp(min=1.0)
+    stats = group_stats(per_row, rows.group_ids, 0)  # one slot per group present among the given rows
+    live = stats.table.count > 0
+    shift = torch.where(live, stats.table.mean * stats.table.count, 0.0)  # d_g: the sum over the given rows
+    # (m0_g - c0) of each present group: the same on all its rows, so the slot mean is it.
+    centred = torch.where(live, group_stats(rows.centred_mean, rows.group_ids, 0).table.mean, 0.0)
+    linear = 2.0 / n_groups * (centred * shift).sum()
+    return linear + (shift * shift).sum() / n_groups - (shift.sum() / n_groups) ** 2

@@ -1,7 +1,8 @@
 """`mlgrpo validate EXPERIMENT.yaml [--json]`: check an experiment file and print its plan.
 
-    runs (arm x seed, with run names and config hashes), the settings that differ between arms (one
-    column per arm), the rows per language (train / held-out eval), notes, and "OK"
+    runs (arm x seed, with run names and config hashes), every setting in which the arms differ in what
+    they train with, defaults included (one column per arm), the update schedule of each arm, the rows
+    per language (train / held-out eval), warnings, notes, and "OK"
 
 Nothing trains and no model is loaded; the data is read (suites take a second). The work is in
 mlgrpo.experiments; this module parses arguments and formats.
@@ -44,6 +45,8 @@ def plan_json(experiment) -> dict:
                   "config_hash": r.config_hash} for r in experiment.plan()],
         "differences": [{"key": key, "values": {arm: None if v is ABSENT else v for arm, v in values.items()}}
                         for key, values in experiment.differences()],
+        "schedule": {arm: experiment.arm_configs[arm].effective["update"] for arm in experiment.arms},
+        "warnings": list(experiment.warnings),
         "data": {code: {"train": rows[0], "eval": rows[1]} for code, rows in experiment.data_summary.items()},
         "notes": list(experiment.notes),
         "ok": True,
@@ -62,13 +65,22 @@ def render(experiment) -> str:
               f"runs ({len(experiment.arms)} arms x {len(experiment.seeds)} seeds = {len(runs)}):"]
     lines += table(["run", "algorithm", "config"], [[r.run_name, r.algorithm.name, r.config_hash] for r in runs])
     differences = experiment.differences()
-    lines += ["", "settings that differ between arms:" if differences else "no setting differs between arms"]
+    lines += ["", "settings that differ between arms (what each trains with, defaults included):" if differences
+              else "no setting differs between arms (defaults included)"]
     if differences:
         lines += table(["key", *experiment.arms], [[key, *(show(v[arm]) for arm in experiment.arms)]
                                                    for key, v in differences])
+    lines += ["", "update schedule (per process):"]
+    lines += table(["arm", "rollout", "minibatch", "steps per rollout", "policy ratio"],
+                   [[arm, f"{u['rollout_completions']} completions ({u['rollout_prompts']} prompts)",
+                     f"{u['minibatch_completions']} completions", f"{u['minibatches']} x {u['epochs']} epoch(s)",
+                     u["policy_ratio"]] for arm in experiment.arms
+                    for u in [experiment.arm_configs[arm].effective["update"]]])
     lines += ["", "rows per language:"]
     lines += table(["language", "train", "eval"],
                    [[code, str(n_train), str(n_eval)] for code, (n_train, n_eval) in experiment.data_summary.items()])
+    if experiment.warnings:
+        lines += ["", "warnings:", *(f"  - {warning}" for warning in experiment.warnings)]
     if experiment.notes:
         lines += ["", "notes:", *(f"  - {note}" for note in experiment.notes)]
     lines += ["", "OK"]

@@ -16,6 +16,7 @@ import dataclasses
 import difflib
 import enum
 import math
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -244,7 +245,17 @@ def build_dataclass(cls: type, value: Any, path: tuple, *, exclude: Mapping[str,
     except FieldError as exc:
         raise ConfigError((*path, exc.field), exc.reason) from None
     except UserError as exc:
-        raise ConfigError(path, str(exc)) from None
+        raise ConfigError(*_field_of(str(exc), path, names)) from None
+
+
+def _field_of(message: str, path: tuple, names: list[str]) -> tuple[tuple, str]:
+    """A class's own message that names one of its fields first ("update.epochs must be ...") points at
+    that field's line; any other message at the section's."""
+    section = path[-1] if path and isinstance(path[-1], str) else None
+    match = re.match(rf"{re.escape(section)}\.(\w+):? ", message) if section else None
+    if match and match[1] in names:
+        return (*path, match[1]), message[match.end():]
+    return path, message
 
 
 def _section_name(path: tuple) -> str:

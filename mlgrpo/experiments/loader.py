@@ -3,8 +3,9 @@
     safe YAML with lines (source) -> top-level keys -> name, seeds, model, data, evaluation, tracking, run
     -> the data itself (every language has rows, enough for the counts asked)
     -> each arm: shared sections + the arm's overrides (deep merge) -> typed configs (AlgorithmConfig,
-       SamplerConfig, RewardConfig, GRPOConfig settings, LoRA) -> checks against the data (reward
-       columns, languages named by transforms and samplers) -> trl.GRPOConfig, so TRL's checks apply
+       KLConfig, UpdateSchedule, SamplerConfig, RewardConfig, GRPOConfig settings, LoRA) -> checks against
+       the data (reward columns, languages named by transforms and samplers) -> trl.GRPOConfig with the
+       schedule and the KL mapped onto it, so TRL's checks apply -> the arm's effective settings
 
 An error found in an arm's merged configuration points at the arm's line when the arm declared that
 key (or its section), and at the shared section otherwise. Nothing trains and no model is loaded.
@@ -23,22 +24,23 @@ from typing import Any
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.data import language_table, load_run_data, read_file_rows
 from mlgrpo.experiments.diff import ABSENT, canonical, deep_merge, get_path, leaf_paths
+from mlgrpo.experiments.effective import effective_view, schedule_warning
 from mlgrpo.experiments.fields import FieldError, build_dataclass, check_mapping, closest, coerce, to_plain
 from mlgrpo.experiments.plan import ArmConfig, Experiment, config_hash
 from mlgrpo.experiments.sections import (
     NAME, DataConfig, EvaluationConfig, Header, ModelConfig, RunSettings, TrackingConfig,
 )  # fmt: skip
 from mlgrpo.experiments.source import ConfigError, Source, dotted, read_source
-from mlgrpo.experiments.training import build_grpo_config, check_lora, check_training
+from mlgrpo.experiments.training import build_grpo_config, check_lora, check_training, trl_settings
 
 # Top-level keys, in the order the shipped files use them.
-SECTIONS = ("name", "description", "model", "data", "algorithm", "sampler", "rewards", "training", "arms", "seeds",
-            "evaluation", "tracking", "run")
+SECTIONS = ("name", "description", "model", "data", "algorithm", "kl", "update", "sampler", "rewards", "training",
+            "arms", "seeds", "evaluation", "tracking", "run")
 REQUIRED = {"name": "name: my-study", "model": "model: {policy: tiny}", "data": "data: {suite: numbers}",
             "rewards": "rewards: {rewards: [{name: exact_match}]}", "arms": "arms: {grpo: {}}",
             "seeds": "seeds: [0, 1]"}
 # What an arm may override; everything else is shared by construction, and why.
-ARM_SECTIONS = ("algorithm", "sampler", "training", "rewards", "model")
+ARM_SECTIONS = ("algorithm", "kl", "update", "sampler", "training", "rewards", "model")
 SHARED_ONLY = {
     "data": "every arm trains on the same data in the same order",
     "evaluation": "every arm is measured on the same prompts in the same way",
@@ -50,6 +52,9 @@ SHARED_ONLY = {
     "arms": "arms do not nest",
 }
 SAMPLER_EXCLUDED = {"seed": "each run's sampler is seeded with the run's seed, the same for every arm"}
+# Keys that moved to their own sections: the KL is one setting for every arm, not PPO's alone.
+MOVED = {("algorithm", "ppo", "kl_coef"): "the KL is the kl section now (kl.coef), the same for every arm",
+         ("algorithm", "ppo", "kl_mode"): "where the KL acts is kl.placement now (auto: PPO's reward, GRPO's loss)"}
 # The shapes of RewardConfig.from_dict's messages (where="rewards"), to find the line they are about.
 _REWARD_ITEM = re.compile(r"rewards: rewards\[(\d+)\]: (.*)", re.S)
 _UNKNOWN_KEY = re.compile(r"unknown key '([^']*)'")
@@ -80,17 +85,19 @@ class _Builder:
         run = build_dataclass(RunSettings, top.get("run") or {}, ("run",))
         run = dataclasses.replace(run, output_dir=run.output_dir or f"runs/{header.name}")
         data, train, held_out = self._load_data(data, evaluation, header.seeds[0])
-        shared = {"algorithm": top.get("algorithm") or {}, "sampler": top.get("sampler"), "rewards": top["rewards"],
-                  "training": top.get("training") or {}, "model": {"lora": top["model"].get("lora")}}
+        shared = {"algorithm": top.get("algorithm") or {}, "kl": top.get("kl") or {}, "update": top.get("update") or {},
+                  "sampler": top.get("sampler"), "rewards": top["rewards"], "training": top.get("training") or {},
+                  "model": {"lora": top["model"].get("lora")}}
         context = _Context(model, data, evaluation, train + held_out, run, header.seeds[0])
         arms, base = self._arms(top["arms"], shared, context)
         self._note_overrides(arms, base)
         self._note_model(model, data, evaluation, arms)
+        warnings = tuple(w for arm in arms.values() if (w := schedule_warning(arm.name, arm.update)))
         return Experiment(
             name=header.name, description=header.description, path=self.path, raw=self.source.data, model=model,
             data=data, evaluation=evaluation, tracking=tracking, run_settings=run, arms=tuple(arms),
             seeds=header.seeds, data_summary=language_table(train, held_out, data.languages), notes=tuple(self.notes),
-            arm_configs=arms,
+            warnings=warnings, arm_configs=arms,
         )
 
     def _top(self) -> Mapping:
@@ -257,27 +264,38 @@ class _Context:
 def resolve_arm(name: str, merged: Mapping, overrides: Mapping, context: _Context) -> ArmConfig:
     """One arm's typed configuration from its merged sections; ConfigError paths are in merged space."""
     from mlgrpo.sampling import SamplerConfig
-    from mlgrpo.trainers.config import AlgorithmConfig
+    from mlgrpo.trainers.config import AlgorithmConfig, KLConfig, UpdateSchedule
 
+    for path, why in MOVED.items():
+        if get_path(merged, path) is not ABSENT:
+            raise ConfigError(path, f"{path[-1]} cannot be set here: {why}")
     algorithm = build_dataclass(AlgorithmConfig, merged["algorithm"] or {}, ("algorithm",))
+    kl = build_dataclass(KLConfig, merged["kl"] or {}, ("kl",))
+    try:
+        kl.check(algorithm.name)
+    except UserError as exc:
+        raise ConfigError(("kl",), f"{exc} (algorithm {algorithm.name})") from None
+    update = build_dataclass(UpdateSchedule, merged["update"] or {}, ("update",))
     sampler = merged["sampler"]
     if sampler is not None:
         sampler = build_dataclass(SamplerConfig, sampler, ("sampler",), exclude=SAMPLER_EXCLUDED)
     rewards = parse_rewards(merged["rewards"])
-    training = check_training(merged["training"])
+    training = check_training(merged["training"], minibatches=update.minibatches)
     model = dataclasses.replace(context.model, lora=check_lora(check_mapping(merged["model"], ("model",)).get("lora")))
     _check_against_data(sampler, rewards, context)
     run_name = f"{name}-seed{context.seed}"
     try:
-        build_grpo_config(training, str(Path(context.run.output_dir) / run_name), seed=context.seed, run_name=run_name)
+        args = build_grpo_config(trl_settings(training, update, kl, algorithm.name),
+                                 str(Path(context.run.output_dir) / run_name), seed=context.seed, run_name=run_name)
     except UserError as exc:
         raise ConfigError(("training",), str(exc)) from None
     sampler_plain = None if sampler is None else {k: v for k, v in to_plain(sampler).items() if k != "seed"}
     resolved = {"model": to_plain(model), "data": to_plain(context.data), "algorithm": to_plain(algorithm),
-                "sampler": sampler_plain, "rewards": to_plain(rewards), "training": to_plain(training),
-                "evaluation": to_plain(context.evaluation)}
+                "kl": to_plain(kl), "update": to_plain(update), "sampler": sampler_plain, "rewards": to_plain(rewards),
+                "training": to_plain(training), "evaluation": to_plain(context.evaluation)}
+    effective = effective_view(algorithm, kl, update, sampler, rewards, model.lora, args)
     declared = tuple(leaf_paths(overrides))
-    return ArmConfig(name, algorithm, sampler, rewards, training, model, resolved, declared)
+    return ArmConfig(name, algorithm, sampler, rewards, training, model, update, kl, resolved, effective, declared)
 
 
 def parse_rewards(raw: Any, path: tuple = ("rewards",)):

@@ -3,9 +3,10 @@
     Experiment (validated, typed) -> plan() -> [RunSpec(arm, seed, typed configs, resolved dict, hash)]
 
 An arm's configuration does not depend on the seed: the seed only seeds the run (TRL's seed, the
-sampler's seed, the train subsample), so `config_hash` is the same for every seed of an arm, and two
-arms differ exactly in the keys `differences()` lists. Knows nothing about YAML parsing, trainers or
-MLflow (the runner logs `flat_params`; this module only builds them).
+sampler's seed, the train subsample), so `config_hash` is the same for every seed of an arm.
+`differences()` lists every setting in which arms differ in what they train with, defaults included
+(effective.py); `declared_differences()` only the keys of the resolved YAML. Knows nothing about YAML
+parsing, trainers or MLflow (the runner logs `flat_params`: the resolved keys and `effective.<key>`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from mlgrpo.experiments.sections import DataConfig, EvaluationConfig, ModelConfi
 if TYPE_CHECKING:  # importing mlgrpo.trainers loads torch and trl; the loader does it when it needs them
     from mlgrpo.rewards import RewardConfig
     from mlgrpo.sampling import SamplerConfig
-    from mlgrpo.trainers.config import AlgorithmConfig
+    from mlgrpo.trainers.config import AlgorithmConfig, KLConfig, UpdateSchedule
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,11 @@ class ArmConfig:
     rewards: RewardConfig
     training: dict[str, Any]  # trl.GRPOConfig keyword arguments, without the platform's fields
     model: ModelConfig
+    update: UpdateSchedule
+    kl: KLConfig
     resolved: dict[str, Any]  # every section as a nested dict; no seed in it
-    declared: tuple[tuple, ...]  # key paths the arm's overrides set, ("training", "beta")
+    effective: dict[str, Any]  # what the arm trains with, defaults included (effective.effective_view)
+    declared: tuple[tuple, ...]  # key paths the arm's overrides set, ("training", "learning_rate")
 
 
 @dataclass(frozen=True)
@@ -57,10 +61,14 @@ class RunSpec:
     rewards: RewardConfig
     training: dict[str, Any]
     model: ModelConfig
+    update: UpdateSchedule
+    kl: KLConfig
     data: DataConfig
     evaluation: EvaluationConfig
     resolved: dict[str, Any]  # the arm's full configuration (seed-independent)
-    flat_params: dict[str, str]  # "algorithm.advantage.std_scope" -> "language", for MLflow params
+    effective: dict[str, Any]  # what the arm trains with, defaults included
+    # "algorithm.advantage.std_scope" -> "language" and "effective.kl.coef" -> "0.05", for MLflow params
+    flat_params: dict[str, str]
     config_hash: str  # first 12 hex digits of sha256(resolved as canonical JSON)
 
 
@@ -86,6 +94,7 @@ class Experiment:
     seeds: tuple[int, ...]
     data_summary: dict[str, tuple[int, int]]  # language -> (train rows, eval rows) of the first seed
     notes: tuple[str, ...]  # things that are allowed but worth a look (an override that changes nothing ...)
+    warnings: tuple[str, ...]  # things that are allowed but make a comparison say less (a ratio that stays 1)
     arm_configs: dict[str, ArmConfig] = field(repr=False)
 
     @property
@@ -112,15 +121,21 @@ class Experiment:
 
     def _run(self, arm: ArmConfig, seed: int) -> RunSpec:
         sampler = None if arm.sampler is None else dataclasses.replace(arm.sampler, seed=seed)
+        params = {**flatten(arm.resolved), **flatten(arm.effective, "effective.")}
         return RunSpec(
             arm=arm.name, seed=seed, run_name=f"{arm.name}-seed{seed}", algorithm=arm.algorithm, sampler=sampler,
-            rewards=arm.rewards, training=arm.training, model=arm.model, data=self.data, evaluation=self.evaluation,
-            resolved=arm.resolved, flat_params={k: show(v) for k, v in flatten(arm.resolved).items()},
-            config_hash=config_hash(arm.resolved),
+            rewards=arm.rewards, training=arm.training, model=arm.model, update=arm.update, kl=arm.kl, data=self.data,
+            evaluation=self.evaluation, resolved=arm.resolved, effective=arm.effective,
+            flat_params={k: show(v) for k, v in params.items()}, config_hash=config_hash(arm.resolved),
         )
 
     def differences(self) -> list[tuple[str, dict[str, object]]]:
-        """(dotted key, {arm: value}) for exactly the settings that differ between arms."""
+        """(dotted key, {arm: value}) for every setting in which arms differ in what they train with,
+        defaults included (PPO's critic, where each arm's KL sits, TRL's defaults, the update schedule)."""
+        return differences({arm: self.arm_configs[arm].effective for arm in self.arms})
+
+    def declared_differences(self) -> list[tuple[str, dict[str, object]]]:
+        """(dotted key, {arm: value}) for the keys of the resolved YAML whose values differ between arms."""
         return differences({arm: self.arm_configs[arm].resolved for arm in self.arms})
 
     def resolved(self) -> dict[str, Any]:
@@ -131,8 +146,8 @@ class Experiment:
             "seeds": list(self.seeds),
             "run": dataclasses.asdict(self.run_settings),
             "tracking": {**dataclasses.asdict(self.tracking), "experiment": self.tracking_experiment},
-            "arms": {arm: {"config_hash": config_hash(self.arm_configs[arm].resolved), **self.arm_configs[arm].resolved}
-                     for arm in self.arms},
+            "arms": {arm: {"config_hash": config_hash(self.arm_configs[arm].resolved), **self.arm_configs[arm].resolved,
+                           "effective": self.arm_configs[arm].effective} for arm in self.arms},
         }
 
     def resolved_yaml(self) -> str:

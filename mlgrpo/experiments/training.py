@@ -2,7 +2,8 @@
 against the libraries themselves, and `grpo_config`, which turns a run into the GRPOConfig it trains with.
 
     names (dataclasses.fields(GRPOConfig), closest match for typos) -> kinds (fields.coerce)
-    -> what TRL leaves unchecked or reports late (group size, batch layout, loss_type)
+    -> what TRL leaves unchecked or reports late (group size, batch layout with the update schedule, loss_type)
+    -> trl_settings: + the update schedule (steps_per_generation, num_iterations) and the KL (beta)
     -> GRPOConfig(**settings) itself, so that TRL's own __post_init__ validation applies
 
 Fields the platform sets (output_dir, seed, report_to, run_name, checkpoints, reward weights ...) are
@@ -15,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import math
 import typing
 import warnings
 from collections.abc import Mapping
@@ -41,6 +43,15 @@ PLATFORM_FIELDS = {
     "resume_from_checkpoint": "an interrupted run resumes from its own last checkpoint",
     "eval_strategy": "held-out evaluation is set in the evaluation section",
     "eval_steps": "held-out evaluation is set in the evaluation section",
+    "beta": "the KL to the reference is the kl section (kl.coef, kl.estimator), the same for every arm unless an "
+            "arm declares its own; it goes into TRL's loss (beta) or PPO's reward as each algorithm needs",
+    "steps_per_generation": "the update schedule is the update section (update.minibatches: optimiser steps per "
+                            "rollout), the same for every arm",
+    "generation_batch_size": "a rollout is update.minibatches x per_device_train_batch_size x "
+                             "gradient_accumulation_steps completions (the update section)",
+    "num_iterations": "passes over each rollout are update.epochs (the update section)",
+    "multi_objective_aggregation": "advantages come from algorithm.advantage: for a baseline per reward function "
+                                   "(TRL's normalize_then_sum) set algorithm.advantage.objective_weights",
 }
 # LoraConfig fields the platform sets (or that describe a saved adapter, not a new one).
 LORA_PLATFORM_FIELDS = {
@@ -87,8 +98,9 @@ def _check_names(raw: Mapping, valid: Mapping, platform: Mapping[str, str], path
             raise ConfigError((*path, key), f"unknown {what} field {key!r}{closest(key, valid)}")
 
 
-def check_training(raw: Any, path: tuple = ("training",)) -> dict[str, Any]:
-    """The training settings, checked and in canonical form (GRPOConfig keyword arguments)."""
+def check_training(raw: Any, path: tuple = ("training",), minibatches: int = 1) -> dict[str, Any]:
+    """The training settings, checked and in canonical form (GRPOConfig keyword arguments); `minibatches`
+    is the update schedule's (a rollout holds that many minibatches)."""
     check_mapping(raw, path)
     fields = _fields("trl")
     _check_names(raw, fields, PLATFORM_FIELDS, path, "trl.GRPOConfig")
@@ -100,13 +112,15 @@ def check_training(raw: Any, path: tuple = ("training",)) -> dict[str, Any]:
                                             f"{closest(value, map(str, choices))}")
     if settings.get("use_vllm") and importlib.util.find_spec("vllm") is None:
         raise ConfigError((*path, "use_vllm"), "vllm is not installed; install it or set use_vllm: false")
-    check_group_layout(settings, path)
+    check_group_layout(settings, path, minibatches)
     return settings
 
 
-def check_group_layout(settings: Mapping[str, Any], path: tuple = ("training",)) -> None:
+def check_group_layout(settings: Mapping[str, Any], path: tuple = ("training",), minibatches: int = 1) -> None:
     """Group size >= 2, and every generation batch made of whole groups (TRL's defaults fill the gaps).
 
+    A generation batch (a rollout) is per_device_train_batch_size x steps_per_generation completions per
+    process; steps_per_generation is `minibatches` x gradient_accumulation_steps unless given.
     Hand-worked: batch 60, G 8 -> 60 % 8 = 4 completions of a 9th prompt's group would spill into the
     next batch; the nearest layouts are 56 (7 prompts) and 64 (8 prompts).
     """
@@ -120,7 +134,7 @@ def check_group_layout(settings: Mapping[str, Any], path: tuple = ("training",))
         raise ConfigError((*path, "num_generations"), f"the group size must be at least 2, got {group}: group-relative "
                           "advantages compare completions of one prompt, and a group of one has nothing to compare")
     batch = get("per_device_train_batch_size")
-    steps = get("steps_per_generation") or get("gradient_accumulation_steps")
+    steps = get("steps_per_generation") or minibatches * get("gradient_accumulation_steps")
     if batch < 1 or steps < 1:
         raise ConfigError((*path, "per_device_train_batch_size"), f"batch {batch} x steps {steps} must be at least 1")
     generation = get("generation_batch_size")
@@ -129,15 +143,27 @@ def check_group_layout(settings: Mapping[str, Any], path: tuple = ("training",))
                           f"num_generations {group}: {_nearest(generation, group)}")
     if (batch * steps) % group:
         raise ConfigError((*path, "per_device_train_batch_size"),
-                          f"per_device_train_batch_size {batch} x steps_per_generation {steps} = {batch * steps} "
+                          f"per_device_train_batch_size {batch} x {steps} micro-batches per rollout = {batch * steps} "
                           f"completions is not a multiple of num_generations {group}, so a prompt's group would be "
-                          f"split between batches; {_nearest(batch * steps, group)}")
+                          f"split between rollouts; {_nearest_batch(batch, steps, group)}")
 
 
 def _nearest(total: int, group: int) -> str:
     low, high = total // group * group, (total // group + 1) * group
     options = [f"{n} ({n // group} prompts)" for n in (low, high) if n > 0]
     return "use " + " or ".join(options)
+
+
+def _nearest_batch(batch: int, steps: int, group: int) -> str:
+    """The per_device_train_batch_size values next to `batch` whose rollouts hold whole groups.
+
+    Hand-worked: batch 62, 4 micro-batches, G 16: a batch must be a multiple of 16 / gcd(16, 4) = 4,
+    so 60 (240 completions, 15 prompts) or 64 (16 prompts).
+    """
+    unit = group // math.gcd(group, steps)
+    low, high = batch // unit * unit, (batch // unit + 1) * unit
+    options = [f"{b} ({b * steps // group} prompts per rollout)" for b in (low, high) if b > 0]
+    return "use per_device_train_batch_size " + " or ".join(options)
 
 
 def check_lora(raw: Any, path: tuple = ("model", "lora")) -> dict[str, Any] | None:
@@ -186,6 +212,16 @@ def build_grpo_config(settings: Mapping[str, Any], output_dir: str, *, seed: int
             raise UserError(f"trl.GRPOConfig refuses these settings: {exc}") from None
 
 
+def trl_settings(training: Mapping[str, Any], update, kl, algorithm: str) -> dict[str, Any]:
+    """GRPOConfig keyword arguments of an arm: its training settings, the update schedule's
+    steps_per_generation and num_iterations (UpdateSchedule.trl_fields), and beta: the KL coefficient when
+    the arm's KL sits in TRL's loss, 0 when it sits in PPO's reward or is off (KLConfig.trl_beta)."""
+    accumulation = training.get("gradient_accumulation_steps", _fields("trl")["gradient_accumulation_steps"][1])
+    return {**training, **update.trl_fields(accumulation), "beta": kl.trl_beta(algorithm)}
+
+
 def grpo_config(run, output_dir: str, **forced: Any):
-    """The GRPOConfig of `run` (a RunSpec): its training settings, its seed and name, and `forced`."""
-    return build_grpo_config(run.training, output_dir, seed=run.seed, run_name=run.run_name, **forced)
+    """The GRPOConfig of `run` (a RunSpec): its training settings, update schedule and KL, its seed and name,
+    and `forced`."""
+    settings = trl_settings(run.training, run.update, run.kl, run.algorithm.name)
+    return build_grpo_config(settings, output_dir, seed=run.seed, run_name=run.run_name, **forced)

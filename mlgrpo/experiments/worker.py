@@ -107,7 +107,7 @@ def latest_checkpoint(folder: Path) -> str | None:
     two checkpoints, so the one before it is still there)."""
     import re
 
-    from mlgrpo.trainers.grpo import complete_checkpoint
+    from mlgrpo.trainers.checkpoints import complete_checkpoint
 
     if not folder.is_dir():
         return None
@@ -196,7 +196,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
                        save_total_limit=2)  # 2: when a kill cuts the newest short, the one before is complete
     trainer = TRAINERS[run.algorithm.name](
         model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(train_records),
-        processing_class=tokenizer, algorithm=run.algorithm, sampler=run.sampler, reward_guard=guard,
+        processing_class=tokenizer, algorithm=run.algorithm, kl=run.kl, sampler=run.sampler, reward_guard=guard,
         peft_config=_lora(run.model.lora),
         callbacks=[StopAtBoundary(flag)] + ([TrackingCallback(handle, languages), Evaluate(run_eval, ev.every_steps),
                                              Progress(run.run_name, emit)] if main else []),

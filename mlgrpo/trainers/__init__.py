@@ -2,16 +2,19 @@
 
 - grpo.py:    MultilingualGRPOTrainer (trl.GRPOTrainer + registry advantages, language sampler, metrics)
 - ppo.py:     PPOTrainer (the same engine + a critic, GAE and a clipped value loss)
-- critic.py:  the value model; config.py: AlgorithmConfig / PPOSettings; metrics.py: pure reducers
+- critic.py:  the value model and its optimiser step; metrics.py: pure reducers
+- config.py:  AlgorithmConfig / PPOSettings, KLConfig (one KL for every arm), UpdateSchedule (minibatches, epochs)
 - guard.py:   skips and counts optimiser steps whose loss or gradient is non-finite (a mixin of both)
+- checkpoints.py: what a checkpoint needs beyond HF's to resume exactly; trl_hooks.py: TRL's private hooks
 
 Knows nothing about MLflow or experiment files: metrics leave through TRL's log() to callbacks.
 """
 
-from mlgrpo.trainers.config import AlgorithmConfig, PPOSettings
+from mlgrpo.trainers.config import AlgorithmConfig, KLConfig, PPOSettings, UpdateSchedule
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
 from mlgrpo.trainers.ppo import PPOTrainer
 
 TRAINERS = {"grpo": MultilingualGRPOTrainer, "ppo": PPOTrainer}
 
-__all__ = ["TRAINERS", "AlgorithmConfig", "MultilingualGRPOTrainer", "PPOSettings", "PPOTrainer"]
+__all__ = ["TRAINERS", "AlgorithmConfig", "KLConfig", "MultilingualGRPOTrainer", "PPOSettings", "PPOTrainer",
+           "UpdateSchedule"]

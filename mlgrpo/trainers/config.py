@@ -1,7 +1,11 @@
-"""The algorithm section of an arm: which advantages, and for PPO, which critic.
+"""What an arm trains with beyond TRL's own settings: the algorithm, the KL to the reference, the update schedule.
 
-TRL's own loss settings (loss_type, epsilon, epsilon_high, beta, num_iterations ...) are not repeated
-here: they stay in trl.GRPOConfig, which validates them. This module holds only what mlgrpo adds.
+TRL's loss settings (loss_type, epsilon, epsilon_high ...) are not repeated here: they stay in
+trl.GRPOConfig, which validates them. Two of TRL's settings are owned here instead, because they must be
+the same for every arm unless an arm declares otherwise, and because PPO and GRPO need them in different
+places: the KL coefficient (TRL's `beta`, which only GRPO's loss reads) and the update schedule (TRL's
+`steps_per_generation` and `num_iterations`). `grpo_settings` maps them onto GRPOConfig fields; the
+trainers check that the GRPOConfig they get agrees.
 Knows nothing about models, data or MLflow.
 """
 
@@ -9,18 +13,112 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mlgrpo.algorithms import AdvantageConfig
+from mlgrpo.algorithms import KL_ESTIMATORS, AdvantageConfig
 from mlgrpo.errors import UserError
 
 VALUE_MODELS = ("separate", "head")
-KL_MODES = ("loss", "reward")
+KL_PLACEMENTS = ("auto", "reward", "loss")
 ALGORITHMS = ("grpo", "ppo")
+# Where each algorithm puts the KL with placement "auto": PPO as a per-token penalty in the reward
+# (Ziegler et al. 2019, Ouyang et al. 2022; verl use_kl_in_reward, OpenRLHF's default), GRPO as a loss
+# term (Shao et al. 2024, DeepSeekMath; TRL's beta, verl use_kl_loss).
+AUTO_PLACEMENT = {"ppo": "reward", "grpo": "loss"}
+# TRL's loss computes the k3 estimator only.
+LOSS_ESTIMATOR = "k3"
+
+
+@dataclass(frozen=True)
+class KLConfig:
+    """KL(pi || pi_ref) to the initial policy: one setting shared by every arm (an arm may override it)."""
+
+    # Weight of the KL. 0 turns it off (no reference model is kept).
+    coef: float = 0.0
+    # Per-token estimator (mlgrpo.algorithms.kl): k1 = log pi - log pi_ref, k2 = its square / 2,
+    # k3 = r - 1 - log r (unbiased and >= 0; the only one TRL's loss computes).
+    estimator: str = "k3"
+    # "auto": in the reward for PPO, in the loss for GRPO. "reward" or "loss" to force one (GRPO's group
+    # estimators have no per-token reward, so GRPO accepts "loss" only).
+    placement: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.estimator not in KL_ESTIMATORS:
+            raise UserError(f"kl.estimator: {KL_ESTIMATORS.unknown_message(self.estimator)}")
+        if self.placement not in KL_PLACEMENTS:
+            raise UserError(f"kl.placement must be one of {', '.join(KL_PLACEMENTS)}, got {self.placement!r}")
+        if not self.coef >= 0:
+            raise UserError(f"kl.coef must be >= 0 (0: no KL), got {self.coef!r}")
+
+    def placed(self, algorithm: str) -> str:
+        """Where the KL acts for `algorithm`: "reward", "loss", or "off" when coef is 0."""
+        if self.coef == 0:
+            return "off"
+        return AUTO_PLACEMENT[algorithm] if self.placement == "auto" else self.placement
+
+    def trl_beta(self, algorithm: str) -> float:
+        """TRL's `beta` for this arm: the coefficient when the KL sits in TRL's loss, else 0."""
+        return self.coef if self.placed(algorithm) == "loss" else 0.0
+
+    def check(self, algorithm: str) -> None:
+        """The combinations no trainer implements, refused with the reason."""
+        where = self.placed(algorithm)
+        if algorithm == "grpo" and where == "reward":
+            raise UserError("kl.placement reward needs per-token rewards, which GRPO's group estimators do not "
+                            "have; use placement loss (or auto) for GRPO arms")
+        if where == "loss" and self.estimator != LOSS_ESTIMATOR:
+            raise UserError(f"kl.estimator {self.estimator!r} in the loss: TRL's loss computes k3 only; set "
+                            f"kl.estimator: k3, or placement: reward (PPO)")
+
+
+@dataclass(frozen=True)
+class UpdateSchedule:
+    """How often the policy (and critic) is updated on each rollout: the same for every arm unless declared.
+
+    A rollout is the batch generated at once; it is split into `minibatches` optimiser steps, and the
+    split is passed over `epochs` times (PPO's K epochs over minibatches; GRPO's mu, TRL's num_iterations).
+    On TRL: steps_per_generation = minibatches x gradient_accumulation_steps, num_iterations = epochs,
+    so a minibatch is per_device_train_batch_size x gradient_accumulation_steps completions per process and
+    a rollout is `minibatches` of them. With one optimiser step per rollout the policy never moves before
+    the loss reads its ratio: the ratio is 1, clipping never acts, and PPO is actor-critic with GAE.
+    """
+
+    # Optimiser steps per pass over a rollout. 4: the rollout-to-minibatch ratio of verl (train batch 1024,
+    # ppo_mini_batch_size 256); OpenRLHF's defaults give 8 (rollout 1024, train batch 128).
+    minibatches: int = 4
+    # Passes over each rollout (verl ppo_epochs and OpenRLHF max_epochs: 1).
+    epochs: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("minibatches", "epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"update.{name} must be a whole number >= 1, got {value!r}")
+
+    @property
+    def steps_per_rollout(self) -> int:
+        return self.minibatches * self.epochs
+
+    @property
+    def ratio_can_leave_one(self) -> bool:
+        """False when every rollout gets one optimiser step: the loss then always sees ratio 1."""
+        return self.steps_per_rollout > 1
+
+    def trl_fields(self, gradient_accumulation_steps: int) -> dict[str, int]:
+        """GRPOConfig's steps_per_generation and num_iterations for this schedule.
+
+        >>> UpdateSchedule(minibatches=4, epochs=2).trl_fields(gradient_accumulation_steps=2)
+        {'steps_per_generation': 8, 'num_iterations': 2}
+        """
+        return {"steps_per_generation": self.minibatches * gradient_accumulation_steps, "num_iterations": self.epochs}
 
 
 @dataclass(frozen=True)
 class PPOSettings:
-    """The critic and the KL placement of PPO (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation
-    details of RLHF with PPO")."""
+    """PPO's critic (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation details of RLHF with PPO").
+
+    The anchors: verl's critic lr 1e-5 next to an actor lr 1e-6 and cliprange_value 0.5; OpenRLHF's 9e-6
+    next to 1e-6 and value_clip 0.5 (both: rewards of order 1, large models). Ours, 1e-4 and 0.2, were
+    measured on the tiny model at policy lr 1e-4 (experiments/README.md, "Critic defaults").
+    """
 
     # "separate": a value model of the policy's architecture, initialised from the policy's backbone, with
     # its own optimiser and learning rate (classic RLHF). "head": a linear value head on the policy's
@@ -32,24 +130,20 @@ class PPOSettings:
     vf_coef: float = 0.1
     # Clip range of the value update around the rollout's values (PPO's clipped value loss).
     cliprange_value: float = 0.2
-    # "reward": a per-token penalty -kl_coef * (log pi - log pi_ref) added to the rewards (classic RLHF);
-    # "loss": TRL's beta * KL term in the policy loss (set `beta` in the training settings).
-    kl_mode: str = "reward"
-    # Weight of the per-token KL penalty with kl_mode="reward". 0 turns the penalty off.
-    kl_coef: float = 0.05
     # Gradient-norm clip of the separate critic (the policy's clip is TRL's max_grad_norm).
     max_grad_norm: float = 1.0
+    # Optimiser steps at the start in which only the critic learns: the policy's update is skipped (its
+    # learning-rate schedule still advances). verl trainer.critic_warmup, OpenRLHF critic.freezing_steps; 0: off.
+    warmup_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.value_model not in VALUE_MODELS:
             raise UserError(f"ppo.value_model must be one of {', '.join(VALUE_MODELS)}, got {self.value_model!r}")
-        if self.kl_mode not in KL_MODES:
-            raise UserError(f"ppo.kl_mode must be one of {', '.join(KL_MODES)}, got {self.kl_mode!r}")
         for name in ("value_learning_rate", "vf_coef", "cliprange_value", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise UserError(f"ppo.{name} must be > 0, got {getattr(self, name)!r}")
-        if self.kl_coef < 0:
-            raise UserError(f"ppo.kl_coef must be >= 0, got {self.kl_coef!r}")
+        if self.warmup_steps < 0:
+            raise UserError(f"ppo.warmup_steps must be >= 0, got {self.warmup_steps!r}")
 
 
 @dataclass(frozen=True)
@@ -60,7 +154,7 @@ class AlgorithmConfig:
     name: str = "grpo"
     # The advantage estimator, grouping, std scope and shaping options (see AdvantageConfig).
     advantage: AdvantageConfig = field(default_factory=AdvantageConfig)
-    # PPO's critic and KL settings; ignored (and rejected if changed) for "grpo".
+    # PPO's critic settings; rejected when changed for "grpo", which has no critic.
     ppo: PPOSettings = field(default_factory=PPOSettings)
 
     def __post_init__(self) -> None:
@@ -75,7 +169,7 @@ class AlgorithmConfig:
         if self.name == "grpo" and per_token:
             raise UserError(
                 "advantage.estimator gae needs a critic: use algorithm name: ppo, or a group estimator "
-                "(grpo, dr_grpo, rloo, reinforce_pp) for GRPO"
+                "(grpo, dr_grpo, rloo, reinforce_pp, reinforce_pp_token) for GRPO"
             )
         if self.name == "grpo" and self.ppo != PPOSettings():
             raise UserError("algorithm.ppo settings are set but algorithm.name is grpo: GRPO has no critic")

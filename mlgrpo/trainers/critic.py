@@ -5,6 +5,7 @@ as in classic RLHF where the critic starts from the policy or the reward model),
 optimiser. "head": the policy's own backbone object with a new head: the value loss then flows into the
 policy's parameters too. LoRA adapters stay on the policy: the copy is taken from the base model, so the
 critic has none (the method notes' advice: no adapters on the critic).
+`critic_optimizer_step` steps the critic's own optimiser on gradients the shared fp16 GradScaler scaled.
 Knows nothing about TRL, rewards or MLflow.
 """
 
@@ -77,3 +78,24 @@ def trainable_critic_parameters(critic: ValueModel, policy: nn.Module) -> list[n
     separate; only the head when it sits on the policy's backbone)."""
     owned = {id(p) for p in policy.parameters()}
     return [p for p in critic.parameters() if id(p) not in owned and p.requires_grad]
+
+
+def critic_optimizer_step(optimizer: torch.optim.Optimizer, parameters: list[nn.Parameter], max_grad_norm: float,
+                          scaler: torch.amp.GradScaler | None = None) -> Tensor:
+    """Clip and apply the critic's gradients; returns their norm before clipping.
+
+    With fp16 the critic's loss is scaled by the same GradScaler as the policy's (accelerate's backward),
+    so the gradients are unscaled first: clipping scaled gradients would clip at max_grad_norm * scale.
+    `scaler.step` skips the update when they overflowed. `scaler.update()` is left to the policy's step
+    (accelerate calls it there): it must run once per optimiser step, after every optimiser of the step
+    (GradScaler's multi-optimiser protocol); a second call would move the loss scale twice per step.
+    `optimizer` is a plain torch optimiser, not one prepared by accelerate (whose step() calls update()).
+    """
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    norm = torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+    else:
+        optimizer.step()
+    return norm

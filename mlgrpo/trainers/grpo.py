@@ -6,45 +6,58 @@ accelerate/DeepSpeed, PEFT and vLLM stay TRL's:
 
     TRL generates and scores -> _calculate_rewards (ours: also gathers each row's prompt, language,
     length) -> _generate_and_score_completions (ours: compute_advantages from the registry replaces
-    TRL's inline advantages; per-language metrics) -> TRL's loss (+ the inter-group regulariser)
+    TRL's inline advantages, and TRL's logged advantage statistics; per-language metrics) -> TRL's loss
+    (+ the inter-group regulariser, from the log-probs TRL's loss computed)
 
 With AdvantageConfig() (group by prompt, group std, ddof 1, eps 1e-4) and no sampler config the
 advantages, hence the parameters, equal stock trl.GRPOTrainer's (tests/trainers checks both).
 
 Two guarantees TRL does not give (issue 8): a run resumed from a checkpoint ends with the parameters of
-the uninterrupted run (each checkpoint also holds what HF and TRL leave out: the sampler's history,
-TRL's step counter and, between generations, its buffered rollouts); and an optimiser step whose loss
-or gradient is non-finite is skipped and counted (guard.py), never applied.
-Knows nothing about MLflow or YAML files: metrics go through TRL's log(), read by callbacks.
+the uninterrupted run (checkpoints.py: each checkpoint also holds what HF and TRL leave out); and an
+optimiser step whose loss or gradient is non-finite is skipped and counted (guard.py), never applied.
+The KL to the reference and the update schedule come in through TRL's GRPOConfig (beta,
+steps_per_generation, num_iterations), built from KLConfig and UpdateSchedule (config.py); the trainer
+refuses a GRPOConfig that disagrees with its KLConfig, and TRL settings whose job mlgrpo's advantages do.
+TRL's private hooks are in trl_hooks.py. Knows nothing about MLflow or YAML files: metrics go through
+TRL's log(), read by callbacks.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from accelerate.utils import gather_object
 from torch import Tensor
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
-from mlgrpo.algorithms import GROUP_KEYS, GroupKeys, compute_advantages, group_stats
+from mlgrpo.algorithms import (
+    WEIGHTINGS, GroupKeys, InterGroupRows, compute_advantages, group_stats, inter_group_change,
+)  # fmt: skip
 from mlgrpo.errors import UserError
 from mlgrpo.rewards import helper as consistency_helper
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
-from mlgrpo.trainers.config import AlgorithmConfig
-from mlgrpo.trainers.guard import NONFINITE_STEPS, NonfiniteStepGuard
+from mlgrpo.trainers.checkpoints import ResumableState
+from mlgrpo.trainers.config import AlgorithmConfig, KLConfig
+from mlgrpo.trainers.guard import NonfiniteStepGuard
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
+from mlgrpo.trainers.trl_hooks import EpochSeekingRepeatSampler, PolicyLogpsCapture, replace_advantage_logs
 
-GROUP_COLUMN = "mlgrpo_group"  # (B,) int64 per local row, added to the batch for the inter-group term
+# The inter-group regulariser's whole-group statistics, one column per InterGroupRows field, added to the
+# batch (TRL splits and shuffles every (B, ...) tensor of it into micro-batches).
+INTER_GROUP_COLUMNS = {"group_ids": "mlgrpo_ig_group", "centred_mean": "mlgrpo_ig_centred",
+                       "group_size": "mlgrpo_ig_size", "groups": "mlgrpo_ig_groups"}
 ROW_COLUMN = "mlgrpo_row"  # dataset row index, added when the sampler stratifies by earlier rewards
-EXTRA_STATE = "mlgrpo_state_rank{rank}.pt"  # per process, in every checkpoint: see _extra_state
+# TRL settings whose job mlgrpo's advantages do: a non-default value would be ignored, so it is refused.
+REPLACED_TRL_SETTINGS = {
+    "scale_rewards": ("group", "set AlgorithmConfig.advantage.std_scope (group, language, batch or none)"),
+    "multi_objective_aggregation": ("sum_then_normalize", "for a baseline per reward function (TRL's "
+                                    "normalize_then_sum) set AlgorithmConfig.advantage.objective_weights"),
+}
 # Longest wait at a log for the helper's language consistency (normally answered before the step ends;
 # loading 75 languages' models first takes ~10 s).
 CONSISTENCY_TIMEOUT_S = 300.0
@@ -66,33 +79,22 @@ class BatchRows:
     rewards_per_func: Tensor  # (N, F) raw reward of each function, NaN where it returned None
 
 
-def complete_checkpoint(folder: str | os.PathLike) -> bool:
-    """True when `folder` is a checkpoint this trainer finished writing: HF's files, then (last) mlgrpo's
-    state file of the main process. A run killed while saving leaves a folder without it."""
-    return os.path.isfile(os.path.join(folder, EXTRA_STATE.format(rank=0)))
+@dataclass
+class RolloutAdvantages:
+    """What `_advantages` returns for one generation batch."""
+
+    local: Tensor  # (B,) or (B, T): this process's rows, as the loss reads them
+    per_row: Tensor  # (N,) one number per completion of the gathered batch (the mean over tokens for (N, T))
+    metrics: dict[str, Tensor]
+    regularizer_rows: InterGroupRows | None = None  # gathered; None when the inter-group regulariser is off
 
 
-class EpochSeekingRepeatSampler(RepeatSampler):
-    """TRL's RepeatSampler, same orders, that can start at any epoch.
-
-    TRL draws epoch e's order as the e-th permutation of one generator seeded once. HF's Trainer, resuming
-    inside epoch e >= 1, iterates none of the epochs before it, and does not reach the sampler's set_epoch
-    through the loader that skips the trained batches: TRL's own sampler would then draw epoch 0's order
-    again (measured: parameters 2.5e-4 to 9.4e-4 apart from the uninterrupted run after 1-2 more steps).
-    set_epoch(e) seeds again and draws the e permutations before, so epoch e's order comes from any start.
-    """
-
-    def set_epoch(self, epoch: int) -> None:
-        if self.shuffle and self.seed is not None:
-            self.generator.manual_seed(self.seed)
-            for _ in range(epoch):
-                torch.randperm(self.num_samples, generator=self.generator)
-
-
-class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
+class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCapture, GRPOTrainer):
     """trl.GRPOTrainer with registry advantages, a language-aware sampler and per-language metrics.
 
     algorithm:        AlgorithmConfig (name "grpo"); the estimator and grouping come from its registry.
+    kl:               KLConfig; its coefficient must equal GRPOConfig.beta when the KL sits in the loss,
+                      and beta must be 0 otherwise (KLConfig.trl_beta gives the value). None: no KL.
     sampler:          SamplerConfig for LanguageSampler; None keeps TRL's RepeatSampler (compatibility).
     reward_guard:     the RewardGuard that wraps the reward functions, so its counts are logged.
     language_column:  the dataset column with each row's ISO 639-1 code.
@@ -103,12 +105,15 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         self,
         *args,
         algorithm: AlgorithmConfig | None = None,
+        kl: KLConfig | None = None,
         sampler: SamplerConfig | None = None,
         reward_guard=None,
         language_column: str = "language",
         **kwargs,
     ) -> None:
         self.algorithm = algorithm or AlgorithmConfig()
+        self.kl = kl or KLConfig()
+        self.kl.check(self.algorithm.name)
         self.sampler_config = sampler
         self.reward_guard = reward_guard
         self.language_column = language_column
@@ -122,6 +127,9 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
             data = kwargs["train_dataset"]
             if ROW_COLUMN not in data.column_names:
                 kwargs["train_dataset"] = data.add_column(ROW_COLUMN, list(range(len(data))))
+        trl_args = kwargs.get("args", args[2] if len(args) > 2 else None)
+        if trl_args is not None:  # before TRL builds a reference model for a beta that may be refused
+            self._check_trl_settings(trl_args)
         super().__init__(*args, **kwargs)
         self._check_dataset(self.train_dataset)
         self._check_batch_layout()
@@ -129,7 +137,22 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         if self._candidates:  # the identifier's models, loaded in the helper while training starts
             consistency_helper.service().load(self._candidates)
 
-    # ---- data order -------------------------------------------------------------------------------
+    # ---- settings and data order ---------------------------------------------------------------------
+
+    def _check_trl_settings(self, args) -> None:
+        """TRL's beta agrees with the KLConfig (a KL counted twice, or never, is refused), and the TRL
+        settings that mlgrpo's advantages replace are at their defaults."""
+        for name, (default, instead) in REPLACED_TRL_SETTINGS.items():
+            if getattr(args, name) != default:
+                raise UserError(f"GRPOConfig.{name}={getattr(args, name)!r} would be ignored: mlgrpo computes "
+                                f"the advantages; {instead}")
+        beta, where, coef = args.beta, self.kl.placed(self.algorithm.name), self.kl.coef
+        if where == "reward" and beta != 0:
+            raise UserError(f"the KL would be counted twice: kl.coef={coef} in the reward and GRPOConfig.beta={beta} "
+                            "in the loss; build the GRPOConfig with beta=KLConfig.trl_beta(...) (0 here)")
+        if where != "reward" and beta != self.kl.trl_beta(self.algorithm.name):
+            raise UserError(f"GRPOConfig.beta={beta} but kl.coef={coef} ({where}): the KL would be applied at "
+                            f"{beta}, not at the declared coefficient; set KLConfig(coef={beta}) or beta={coef}")
 
     def _check_dataset(self, dataset) -> None:
         if dataset is None or not hasattr(dataset, "column_names"):
@@ -218,20 +241,24 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         keys = self._group_keys(rows, mode)
         local = slice(self.accelerator.process_index * len(inputs), (self.accelerator.process_index + 1) * len(inputs))
         rewards = self._combined_rewards(rows.rewards_per_func)
-        advantages, metrics = self._advantages(rewards, keys, output, local)
-        output["advantages"] = advantages
-        if self.algorithm.advantage.inter_group_coef > 0:
-            group_key = GROUP_KEYS.get(self.algorithm.advantage.group_by)
-            output[GROUP_COLUMN] = group_key(keys, self.algorithm.advantage.grouping)[local]
-        metrics.update(self._language_metrics(rows, rewards, keys))
+        result = self._advantages(rewards, keys, output, local)
+        output["advantages"] = result.local
+        metrics = result.metrics
+        if result.regularizer_rows is not None:
+            for field, column in INTER_GROUP_COLUMNS.items():
+                output[column] = getattr(result.regularizer_rows, field)[local]
+        scalar = rewards if rewards.dim() == 1 else self._objective_total(rewards)
+        replace_advantage_logs(self, mode, result.per_row.tolist(), group_stats(scalar, torch.zeros_like(keys.prompt_ids)).std[0]
+                               if scalar.numel() else 0.0, metrics["adv/frac_zero_std"])
+        metrics.update(self._language_metrics(rows, scalar, keys))
         if rows.consistency is not None:  # measured in the background; `log` adds it to this window's metrics
             self._pending_consistency.append((mode, rows.consistency, len(inputs), keys.lang_ids, keys.languages))
         if mode == "train" and self._language_sampler is not None and rows.dataset_rows is not None:
             # Every rank calls this with the same gathered values, so their sample orders stay equal.
-            scalar = (rewards if rewards.dim() == 1 else self._combined_rewards_from_columns(rewards)).float().cpu()
-            finite = torch.isfinite(scalar)  # an unscored completion says nothing about its prompt
+            host = scalar.float().cpu()
+            finite = torch.isfinite(host)  # an unscored completion says nothing about its prompt
             indices = torch.tensor(rows.dataset_rows)[finite]
-            self._language_sampler.update_rewards(indices.numpy(), scalar[finite].numpy())
+            self._language_sampler.update_rewards(indices.numpy(), host[finite].numpy())
         now = time.perf_counter()
         self._record(mode, metrics, rows, now - started)
         if mode == "train":
@@ -249,23 +276,25 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
         )
 
     def _combined_rewards(self, rewards_per_func: Tensor) -> Tensor:
-        """(N,) weighted sum as TRL forms it (nansum), NaN where every function returned None; or the
-        (N, F) columns when the advantage config gives each objective its own baseline."""
+        """(N,) the reward-weighted sum as TRL forms it (weighting.any_scored); or the (N, F) columns when
+        the advantage config gives each objective its own baseline."""
         if self.algorithm.advantage.objective_weights is not None:
             return rewards_per_func
-        weights = self.reward_weights.to(rewards_per_func.device)
-        rewards = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
-        return rewards.masked_fill(torch.isnan(rewards_per_func).all(dim=1), float("nan"))
+        return WEIGHTINGS.get("any_scored")(rewards_per_func, self.reward_weights)
 
-    def _advantages(self, rewards: Tensor, keys: GroupKeys, output: dict, local: slice) -> tuple[Tensor, dict]:
+    def _objective_total(self, columns: Tensor) -> Tensor:
+        """(N,) the objectives' weighted total, NaN where one is missing (weighting.all_scored)."""
+        return WEIGHTINGS.get("all_scored")(columns, self.algorithm.advantage.objective_weights)
+
+    def _advantages(self, rewards: Tensor, keys: GroupKeys, output: dict, local: slice) -> RolloutAdvantages:
         """The registry's advantages for this process's rows (PPO overrides this with its critic)."""
         result = compute_advantages(
             rewards, keys, self.algorithm.advantage, step=self.state.global_step, total_steps=max(1, self.state.max_steps)
         )
-        return result.advantages[local], dict(result.metrics)
+        return RolloutAdvantages(result.advantages[local], result.advantages, dict(result.metrics),
+                                 result.regularizer_rows)
 
-    def _language_metrics(self, rows: BatchRows, rewards: Tensor, keys: GroupKeys) -> dict[str, Tensor]:
-        scalar = rewards if rewards.dim() == 1 else self._combined_rewards_from_columns(rewards)
+    def _language_metrics(self, rows: BatchRows, scalar: Tensor, keys: GroupKeys) -> dict[str, Tensor]:
         metrics = per_language(scalar, keys.lang_ids, keys.languages, "reward")
         for i, name in enumerate(self.reward_func_names):
             metrics.update(per_language(rows.rewards_per_func[:, i], keys.lang_ids, keys.languages, f"rewards/{name}"))
@@ -300,10 +329,6 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
             for name, value in to_floats(per_language(consistency, lang_ids, languages, "language_consistency")).items():
                 self._metrics[mode][name].append(value)
 
-    def _combined_rewards_from_columns(self, columns: Tensor) -> Tensor:
-        weights = torch.tensor(self.algorithm.advantage.objective_weights, dtype=columns.dtype, device=columns.device)
-        return (columns * weights).sum(dim=1)
-
     def _record(self, mode: str, metrics: dict[str, Tensor], rows: BatchRows, seconds: float) -> None:
         values = to_floats(metrics)
         if self.reward_guard is not None:  # counts of this generation batch, then start again
@@ -323,96 +348,28 @@ class MultilingualGRPOTrainer(NonfiniteStepGuard, GRPOTrainer):
     # ---- loss ---------------------------------------------------------------------------------------
 
     def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
         coef = self.algorithm.advantage.inter_group_coef
-        if coef > 0 and GROUP_COLUMN in inputs:
-            loss = loss + coef * self._inter_group_term(model, inputs)
-        return loss
+        if coef == 0 or INTER_GROUP_COLUMNS["group_ids"] not in inputs or not self.model.training:
+            return super()._compute_loss(model, inputs)
+        with self.capturing_policy_logps() as found:
+            loss = super()._compute_loss(model, inputs)
+        return loss + coef * self._inter_group_term(found[-1], inputs)
 
-    def _inter_group_term(self, model, inputs) -> Tensor:
-        """Variance over groups of the group-mean surrogate ratio * A (the method notes' inter-group
-        regulariser, var(mean(group_adv))). At ratio 1 it equals the variance of the group-mean
-        advantages; written with the ratio it has a gradient, so the term can act on the policy."""
-        prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
-        mask = inputs["completion_mask"]
-        ids = torch.cat([prompt_ids, completion_ids], dim=1)
-        attention = torch.cat([inputs["prompt_mask"], mask], dim=1)
-        logps, _, _ = self._get_per_token_logps_and_entropies(model, ids, attention, completion_ids.size(1))
+    def _inter_group_term(self, logps: Tensor, inputs: dict) -> Tensor:
+        """This micro-batch's share of the inter-group regulariser (shaping.inter_group_change), from the
+        log-probs TRL's loss computed. Its rows' ratio is the sequence-level pi / pi_old; the groups are the
+        rollout's whole groups. Summed over a rollout's micro-batches its gradient is the regulariser's, so
+        each optimiser step carries minibatches-per-rollout times its own rows' share (an unbiased estimate),
+        and DDP's mean over processes is undone by multiplying by their number."""
+        mask = inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
         old = inputs.get("old_per_token_logps")
         old = logps.detach() if old is None else old
-        seq_log_ratio = ((logps - old) * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+        ratio = torch.exp(((logps - old) * mask).sum(-1) / mask.sum(-1).clamp(min=1))
         advantages = inputs["advantages"]
-        per_row = torch.exp(seq_log_ratio) * (advantages if advantages.dim() == 1 else advantages.mean(-1))
-        stats = group_stats(per_row, inputs[GROUP_COLUMN], 0)
-        table = stats.table
-        live = table.count > 0
-        means = torch.where(live, table.mean, 0.0)
-        n = live.sum().clamp(min=1)
-        centre = means.sum() / n
-        return (torch.where(live, (means - centre) ** 2, 0.0)).sum() / n
-
-    # ---- checkpoints ------------------------------------------------------------------------------------
-
-    def _save_checkpoint(self, model, trial):
-        super()._save_checkpoint(model, trial)
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        os.makedirs(folder, exist_ok=True)  # every process writes its own file, as HF's RNG states
-        path = os.path.join(folder, EXTRA_STATE.format(rank=self.accelerator.process_index))
-        torch.save(self._extra_state(), path + ".tmp")
-        # Written last and atomically: its presence marks a finished checkpoint (see complete_checkpoint).
-        os.replace(path + ".tmp", path)
-
-    def _extra_state(self) -> dict:
-        """What resuming needs beyond HF's checkpoint (weights, optimiser, scheduler, RNG, trainer state).
-
-        trl_step, buffered_inputs: TRL counts micro-steps from 0 again and generates anew when its buffer
-            is empty, so a checkpoint taken while a generation is still being reused (steps_per_generation
-            above gradient_accumulation_steps, or num_iterations > 1) would resume with new rollouts from
-            newer weights. The buffer is this process's share, saved only then.
-        sampler: the language sampler's history (draw counts, rewards, the epoch in progress), on which its
-            next draws depend; HF's skipping of trained batches cannot rebuild it (sampling/sampler.py).
-        nonfinite_loss_steps: the running count of skipped steps.
-        """
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        sampler = None if self._language_sampler is None else self._language_sampler.state_dict()
-        return {
-            "processes": self.accelerator.num_processes,
-            "trl_step": self._step,
-            "buffered_inputs": self._buffered_inputs if self._step % generate_every else None,
-            "sampler": None if sampler is None else {k: _to_torch(v) for k, v in sampler.items()},
-            NONFINITE_STEPS: self._nonfinite_steps,
-        }
-
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        # HF calls this once when resuming, after building the data loader (so the sampler exists); TRL
-        # restores its own extra state here too.
-        super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
-        if self._repeat_sampler is not None:  # the epoch HF resumes in (it skips to it without set_epoch)
-            self._repeat_sampler.set_epoch(int(self.state.epoch))
-        path = os.path.join(checkpoint, EXTRA_STATE.format(rank=self.accelerator.process_index))
-        if not os.path.exists(path):
-            log.warning("checkpoint %s has no %s (written by an older mlgrpo or by fewer processes): the run resumes, "
-                        "but its prompt order and next rollouts can differ from an uninterrupted run's", checkpoint,
-                        os.path.basename(path))
-            return
-        state = torch.load(path, weights_only=True, map_location="cpu")
-        self._step, self._nonfinite_steps = state["trl_step"], state[NONFINITE_STEPS]
-        if state["processes"] != self.accelerator.num_processes:
-            log.warning("checkpoint %s was written by %d processes, this run has %d: rollouts buffered at the "
-                        "checkpoint are dropped and generated again", checkpoint, state["processes"],
-                        self.accelerator.num_processes)
-        elif state["buffered_inputs"] is not None:
-            device = self.accelerator.device
-            self._buffered_inputs = [{k: v.to(device) if isinstance(v, Tensor) else v for k, v in batch.items()}
-                                     for batch in state["buffered_inputs"]]
-        if self._language_sampler is not None:
-            if state["sampler"] is None:
-                raise UserError(f"checkpoint {checkpoint} was written without the language sampler; resume with the "
-                                "sampler settings the run started with")
-            self._language_sampler.load_state_dict({k: _to_numpy(v) for k, v in state["sampler"].items()})
-
+        rows = InterGroupRows(**{field: inputs[column] for field, column in INTER_GROUP_COLUMNS.items()})
+        share = inter_group_change(advantages if advantages.dim() == 1 else advantages.mean(-1), ratio, rows)
+        minibatches = self.args.steps_per_generation / self.args.gradient_accumulation_steps
+        return share * minibatches * self.accelerator.num_processes
 
 def _prompt_text(prompt) -> str:
     """A prompt as text for hashing and grouping: plain text, or the last user message of a conversation."""
@@ -423,11 +380,3 @@ def _prompt_text(prompt) -> str:
         return content if isinstance(content, str) else str(content)
     return str(prompt)
 
-
-def _to_torch(value):
-    # torch.load(weights_only=True) reads tensors, not numpy arrays.
-    return torch.from_numpy(value) if isinstance(value, np.ndarray) else value
-
-
-def _to_numpy(value):
-    return value.numpy() if isinstance(value, Tensor) else value

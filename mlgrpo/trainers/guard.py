@@ -32,7 +32,7 @@ class NonfiniteStepGuard:
     own optimiser when `_update_skipped` is set.
     """
 
-    _nonfinite_steps = 0  # steps skipped so far; checkpoints carry it (MultilingualGRPOTrainer._extra_state)
+    _nonfinite_steps = 0  # steps skipped so far; checkpoints carry it (checkpoints.ResumableState)
     _loss_finite = True  # every micro-batch of the optimiser step under way had a finite loss
     _update_skipped = False  # the last optimiser step was discarded
 

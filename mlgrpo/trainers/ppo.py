@@ -1,14 +1,17 @@
 """PPO on the same TRL rollout engine as GRPO: a critic, per-token GAE and a clipped value loss.
 
 Everything but the algorithm is shared with MultilingualGRPOTrainer (generation, rewards, sampler,
-clipped policy loss, metrics), and PPO draws the same number of completions per prompt, so a comparison
-measures the algorithm and not two code bases. What PPO adds:
+clipped policy loss, update schedule, metrics), and PPO draws the same number of completions per prompt,
+so a comparison measures the algorithm and not two code bases. What PPO adds:
 
-    rollout values V(s_t) (critic, no grad) -> token rewards (outcome on the last token, minus
-    kl_coef * (log pi - log pi_ref) per token when kl_mode="reward") -> GAE from the registry
-    (whitened advantages for the policy; raw advantages + values = returns for the critic)
-    -> TRL's clipped policy loss -> clipped value loss -> critic optimiser step
+    rollout values V(s_t) (critic, no grad) -> token rewards (algorithms.ppo: the outcome on the last
+    token, minus kl.coef * KL_t when the KL sits in the reward) -> one GAE pass from the registry
+    (whitened advantages for the policy; value targets = raw advantages + values for the critic; rows
+    without a reward left out of both, and counted) -> TRL's clipped policy loss -> clipped value loss
+    -> the critic's optimiser step (after a warm-up in which only the critic learns, if set)
 
+With several minibatches per rollout (UpdateSchedule) the policy's ratio and the critic's values move away
+from the rollout's between steps, so both clips act (train/clip_ratio/*, train/ppo/value_clipfrac).
 The critic is saved with every checkpoint (critic.safetensors, critic_optimizer.pt) and restored on
 resume. Knows nothing about MLflow or YAML.
 """
@@ -23,11 +26,13 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from mlgrpo.algorithms import ESTIMATORS, EstimatorBatch, GroupKeys, compute_advantages
+from mlgrpo.algorithms import KL_ESTIMATORS, GroupKeys, compute_advantages, kl_penalty, token_rewards
 from mlgrpo.algorithms.losses import clipped_value_loss, explained_variance, masked_mean
 from mlgrpo.errors import UserError
-from mlgrpo.trainers.critic import base_model, build_value_model, completion_values, trainable_critic_parameters
-from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
+from mlgrpo.trainers.critic import (
+    base_model, build_value_model, completion_values, critic_optimizer_step, trainable_critic_parameters,
+)  # fmt: skip
+from mlgrpo.trainers.grpo import MultilingualGRPOTrainer, RolloutAdvantages
 
 CRITIC_WEIGHTS = "critic.safetensors"
 CRITIC_OPTIMIZER = "critic_optimizer.pt"
@@ -48,10 +53,12 @@ class PPOTrainer(MultilingualGRPOTrainer):
         policy = self.accelerator.unwrap_model(self.model)
         critic = build_value_model(policy, settings.value_model).to(self.accelerator.device)
         params = trainable_critic_parameters(critic, policy)
-        optimizer = torch.optim.AdamW(params, lr=settings.value_learning_rate)
-        self.critic, self.critic_optimizer = self.accelerator.prepare(critic, optimizer)
+        # The model is prepared (DDP averages its gradients); the optimiser is not: accelerate's prepared
+        # optimiser calls the shared GradScaler's update() in its step, which must run once per step.
+        self.critic = self.accelerator.prepare(critic)
+        self.critic_optimizer = torch.optim.AdamW(params, lr=settings.value_learning_rate)
         self._critic_params = params
-        self._kl_reference = self._reference_for_kl(policy) if settings.kl_mode == "reward" and settings.kl_coef > 0 else None
+        self._kl_reference = self._reference_for_kl(policy) if self.kl.placed("ppo") == "reward" else None
 
     def _reference_for_kl(self, policy):
         """The frozen initial policy for the per-token KL penalty (TRL's ref model when it has one; with
@@ -67,44 +74,37 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     # ---- advantages from the critic -----------------------------------------------------------------
 
-    def _advantages(self, rewards: Tensor, keys: GroupKeys, output: dict, local: slice) -> tuple[Tensor, dict]:
-        settings, cfg = self.algorithm.ppo, self.algorithm.advantage
+    def _advantages(self, rewards: Tensor, keys: GroupKeys, output: dict, local: slice) -> RolloutAdvantages:
         mask = output["completion_mask"].to(torch.float32)
         with torch.no_grad():
             values = completion_values(
                 self.critic, output["prompt_ids"], output["prompt_mask"], output["completion_ids"],
                 output["completion_mask"],
             ).float() * mask
-        token_rewards, kl = self._token_rewards(rewards[local], output, mask)
-        # GAE and its whitening run over the gathered batch, so several processes give the advantages of one.
-        g_rewards, g_values, g_mask = (self._gather_padded(x) for x in (token_rewards, values, mask))
-        result = compute_advantages(g_rewards, keys, cfg, values=g_values, mask=g_mask,
+        rewards_t = token_rewards(rewards[local].to(torch.float32), mask)
+        kl = None
+        if self._kl_reference is not None:
+            logps, ref_logps = self._policy_and_reference_logps(output)
+            kl = KL_ESTIMATORS.get(self.kl.estimator)(logps, ref_logps) * mask
+            rewards_t = rewards_t - kl_penalty(logps, ref_logps, mask, self.kl.coef, self.kl.estimator)
+        # One GAE pass over the gathered batch, so several processes give the advantages of one.
+        g_rewards, g_values, g_mask = (self._gather_padded(x) for x in (rewards_t, values, mask))
+        result = compute_advantages(g_rewards, keys, self.algorithm.advantage, values=g_values, mask=g_mask,
                                     step=self.state.global_step, total_steps=max(1, self.state.max_steps))
-        raw = ESTIMATORS.get(cfg.estimator).fn(EstimatorBatch(g_rewards, keys.prompt_ids, None, g_values, g_mask), cfg.params)
         width = mask.size(1)
-        advantages = result.advantages[local, :width]
-        unscored = torch.isnan(rewards[local])  # every reward function returned None: no signal (as TRL)
-        advantages = advantages.masked_fill(unscored[:, None], 0.0)
-        output["returns"] = (raw[local, :width] + values).detach()
+        scored = result.mask[local, :width]  # completion tokens of rows that have a reward
+        output["returns"] = result.returns[local, :width].detach()
         output["old_values"] = values.detach()
+        output["value_mask"] = scored
         metrics = dict(result.metrics)
-        metrics["ppo/value_mean"] = masked_mean(values, mask)
-        metrics["ppo/returns_mean"] = masked_mean(output["returns"], mask)
-        metrics["ppo/explained_variance"] = explained_variance(values, output["returns"], mask)
+        metrics["ppo/value_mean"] = masked_mean(values, scored)
+        metrics["ppo/returns_mean"] = masked_mean(output["returns"], scored)
+        metrics["ppo/explained_variance"] = explained_variance(values, output["returns"], scored)
         if kl is not None:
-            metrics["ppo/kl_penalty"] = masked_mean(kl, mask)
-        return advantages, metrics
-
-    def _token_rewards(self, rewards: Tensor, output: dict, mask: Tensor) -> tuple[Tensor, Tensor | None]:
-        """(B, T) outcome reward on each completion's last token, minus the per-token KL penalty."""
-        token_rewards = torch.zeros_like(mask)
-        last = (mask.sum(dim=1).long() - 1).clamp(min=0)
-        token_rewards[torch.arange(mask.size(0), device=mask.device), last] = rewards.nan_to_num(0.0).to(mask.dtype)
-        if self._kl_reference is None:
-            return token_rewards, None
-        logps, ref_logps = self._policy_and_reference_logps(output)
-        kl = (logps - ref_logps) * mask
-        return token_rewards - self.algorithm.ppo.kl_coef * kl, kl
+            metrics["ppo/kl_penalty"] = self.kl.coef * masked_mean(kl, mask)  # subtracted per token, on average
+            metrics["kl"] = masked_mean(kl, mask)  # TRL's name for the KL it logs when the KL is in its loss
+        per_row = (result.advantages * result.mask).sum(1) / result.mask.sum(1).clamp(min=1.0)
+        return RolloutAdvantages(result.advantages[local, :width], per_row, metrics)
 
     def _policy_and_reference_logps(self, output: dict) -> tuple[Tensor, Tensor]:
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
@@ -135,7 +135,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
         return loss
 
     def _critic_backward(self, inputs) -> None:
-        mask = inputs["completion_mask"].to(torch.float32)
+        mask = inputs["value_mask"]  # rows without a reward have no value target
         values = completion_values(
             self.critic, inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"], inputs["completion_mask"]
         ).float()
@@ -147,12 +147,26 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     def training_step(self, model, inputs, num_items_in_batch):
         loss = super().training_step(model, inputs, num_items_in_batch)
-        if self._step % self.current_gradient_accumulation_steps == 0:
+        if self.accelerator.sync_gradients:  # the micro-batch that ends an optimiser step
             if not self._update_skipped:  # a non-finite loss or gradient skips the critic's step with the policy's
-                torch.nn.utils.clip_grad_norm_(self._critic_params, self.algorithm.ppo.max_grad_norm)
-                self.critic_optimizer.step()
+                norm = critic_optimizer_step(self.critic_optimizer, self._critic_params, self.algorithm.ppo.max_grad_norm,
+                                             self.accelerator.scaler)
+                self._metrics["train"]["ppo/critic_grad_norm"].append(float(norm))
             self.critic_optimizer.zero_grad(set_to_none=True)
+            self._hold_policy_in_warmup()
         return loss
+
+    def _hold_policy_in_warmup(self) -> None:
+        """During the critic's warm-up the policy's gradients are dropped, so its optimiser (AdamW skips
+        parameters without a gradient) leaves the policy as it is. With value_model "head" the shared
+        backbone is the policy's, so only the head learns then."""
+        frozen = self.state.global_step < self.algorithm.ppo.warmup_steps
+        self._metrics["train"]["ppo/policy_frozen"].append(float(frozen))
+        if frozen:
+            owned = {id(p) for p in self._critic_params}
+            for param in self.model.parameters():
+                if id(param) not in owned:
+                    param.grad = None
 
     def _guarded_parameters(self) -> list[torch.nn.Parameter]:
         owned = {id(p) for p in self._critic_params}

@@ -39,6 +39,7 @@ def test_docstring_examples_hold():
 
     import mlgrpo.algorithms  # noqa: F401  (loads the modules below)
 
-    for name in ("mlgrpo.algorithms.group_stats", "mlgrpo.algorithms.shaping"):
+    for name in ("mlgrpo.algorithms.group_stats", "mlgrpo.algorithms.shaping", "mlgrpo.algorithms.kl",
+                 "mlgrpo.algorithms.ppo", "mlgrpo.algorithms.weighting"):
         result = doctest.testmod(sys.modules[name])
         assert result.attempted > 0 and result.failed == 0, name

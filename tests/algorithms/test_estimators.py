@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from mlgrpo.algorithms.estimators import ESTIMATORS, EstimatorBatch, EstimatorParams, register_estimator
+from mlgrpo.algorithms.estimators import ESTIMATORS, EstimatorBatch, EstimatorParams, register_estimator, whiten_tokens
 
 NAN = float("nan")
 # group 0: [1, 2, 3] (mean 2, sample std 1); group 1: [5, 5, NaN] (zero std, one unscored row); group 2: [7]
@@ -115,18 +115,26 @@ def test_gae_matches_textbook_loop_on_random_sequences():
     torch.testing.assert_close(out, torch.tensor(gae_by_hand(rewards, values, mask, 0.99, 0.95), dtype=torch.float64))
 
 
-def test_gae_whitening_over_the_batch_ignores_padding():
+def test_gae_is_returned_unwhitened_whatever_the_scope():
+    rewards, values, mask = [[0.0, 0.0, 1.0]], [[0.5, 0.5, 0.5]], [[1, 1, 1]]
+    scoped = gae(rewards, values, mask, 1.0, 1.0, scale_ids=torch.zeros(1, dtype=torch.long))
+    assert scoped.tolist() == [[0.5, 0.5, 0.5]]
+
+
+def test_token_whitening_over_the_batch_ignores_padding():
     rng = random.Random(5)
     rewards = [[rng.gauss(0, 1) for _ in range(7)] for _ in range(4)]
     mask = [[1] * 7, [1] * 4 + [0] * 3, [1] * 2 + [0] * 5, [1] * 7]
-    out = gae(rewards, rewards, mask, 1.0, 0.95, scale_ids=torch.zeros(4, dtype=torch.long))
+    raw = gae(rewards, rewards, mask, 1.0, 0.95)
+    out = whiten_tokens(raw, torch.tensor(mask, dtype=torch.float64), torch.zeros(4, dtype=torch.long),
+                        EstimatorParams(ddof=1, eps=0.0))
     kept = out[torch.tensor(mask, dtype=torch.bool)]
     assert kept.mean().item() == pytest.approx(0.0, abs=1e-12) and kept.std().item() == pytest.approx(1.0)
     assert out[~torch.tensor(mask, dtype=torch.bool)].abs().max().item() == 0.0
 
 
 def test_registry_lists_every_estimator_with_its_paper():
-    assert ESTIMATORS.names() == ("dr_grpo", "gae", "grpo", "reinforce_pp", "rloo")
+    assert ESTIMATORS.names() == ("dr_grpo", "gae", "grpo", "reinforce_pp", "reinforce_pp_token", "rloo")
     for name in ESTIMATORS:
         spec = ESTIMATORS.get(name)
         assert spec.default_scope in spec.scopes and "arXiv" in spec.paper
@@ -139,3 +147,67 @@ def dr_grpo_twin(batch: EstimatorBatch, params: EstimatorParams):
 def test_registry_rejects_a_duplicate_name():
     with pytest.raises(ValueError, match="already registered"):
         register_estimator("grpo", scopes=("none",), default_scope="none", paper="")(dr_grpo_twin)
+
+
+def reinforce_pp_token(rewards, groups, lengths, eps=0.0, ddof=1) -> list[float]:
+    batch = EstimatorBatch(torch.tensor(rewards, dtype=torch.float64), torch.tensor(groups),
+                           torch.zeros(len(rewards), dtype=torch.long), lengths=torch.tensor(lengths))
+    return ESTIMATORS.get("reinforce_pp_token").fn(batch, EstimatorParams(ddof=ddof, eps=eps)).tolist()
+
+
+def test_reinforce_pp_token_by_hand():
+    # r = [0, 1, 2] in one group, T = [1, 1, 2]: c = [-1, 0, 1]; tokens -1, 0, 1, 1: mean 0.25, sample std
+    # sqrt((1.5625 + 0.0625 + 2 * 0.5625) / 3) = 0.957427 -> [-1.25, -0.25, 0.75] / 0.957427
+    std = ((1.5625 + 0.0625 + 2 * 0.5625) / 3) ** 0.5
+    assert reinforce_pp_token([0.0, 1.0, 2.0], [0, 0, 0], [1, 1, 2]) == pytest.approx([-1.25 / std, -0.25 / std, 0.75 / std])
+    # equal lengths: the per-token and per-completion whitenings agree (with ddof 0: Bessel's correction
+    # counts tokens in one and completions in the other)
+    per_row = run("reinforce_pp", scale_ids=torch.zeros(3, dtype=torch.long), rewards=torch.tensor([0.0, 1.0, 2.0]),
+                  groups=torch.tensor([0, 0, 0]), params=EstimatorParams(ddof=0, eps=0.0))
+    assert reinforce_pp_token([0.0, 1.0, 2.0], [0, 0, 0], [3, 3, 3], ddof=0) == pytest.approx(per_row)
+
+
+def verl_reinforce_pp_baseline(rewards, groups, lengths) -> list[float]:
+    """verl's compute_reinforce_plus_plus_baseline_outcome_advantage, as a plain loop: subtract the group
+    mean (a singleton keeps its reward), broadcast to the response tokens, masked_whiten over all tokens
+    with the unbiased variance and rsqrt(var + 1e-8)."""
+    means = {}
+    for g in set(groups):
+        members = [r for r, h in zip(rewards, groups) if h == g]
+        means[g] = 0.0 if len(members) == 1 else sum(members) / len(members)
+    scores = [r - means[g] for r, g in zip(rewards, groups)]
+    tokens = [s for s, t in zip(scores, lengths) for _ in range(t)]
+    mean = sum(tokens) / len(tokens)
+    var = sum((x - mean) ** 2 for x in tokens) / len(tokens) * len(tokens) / (len(tokens) - 1)
+    return [(s - mean) / (var + 1e-8) ** 0.5 for s in scores]
+
+
+def test_reinforce_pp_token_matches_verls_per_token_whitening():
+    rng = random.Random(7)
+    groups = [i // 4 for i in range(32)]  # 8 prompts x 4 samples, no singleton (verl's convention differs there)
+    rewards = [rng.random() for _ in groups]
+    lengths = [rng.randint(1, 20) for _ in groups]
+    assert reinforce_pp_token(rewards, groups, lengths) == pytest.approx(verl_reinforce_pp_baseline(rewards, groups, lengths),
+                                                                       rel=1e-6, abs=1e-7)
+
+
+def test_singleton_groups_follow_the_documented_conventions():
+    # Two groups: [1, 3] and the singleton [5]. grpo, dr_grpo, rloo: the singleton's centred reward is 0
+    # (TRL: 0 too; verl's grpo would give 5 / (1 + eps), its rloo 5). reinforce_pp(_token): centred 0, then
+    # whitened with the others: c = [-1, 1, 0], mean 0, so the singleton stays 0 here.
+    rewards, groups, one = torch.tensor([1.0, 3.0, 5.0]), torch.tensor([0, 0, 1]), torch.zeros(3, dtype=torch.long)
+    for name in ("grpo", "dr_grpo", "rloo"):
+        assert run(name, scale_ids=groups, rewards=rewards, groups=groups)[2] == 0.0, name
+    assert run("reinforce_pp", scale_ids=one, rewards=rewards, groups=groups)[2] == 0.0
+    assert reinforce_pp_token([1.0, 3.0, 5.0], [0, 0, 1], [2, 2, 2])[2] == 0.0
+    # a singleton whitened against a batch whose centred mean is not 0 is not 0: (0 - mean) / std
+    shifted = reinforce_pp_token([1.0, 3.0, 5.0], [0, 0, 1], [1, 3, 2])  # tokens -1, 1, 1, 1, 0, 0: mean 1/3
+    assert shifted[2] < 0 and shifted[2] == pytest.approx(-(1 / 3) / torch.tensor([-1.0, 1, 1, 1, 0, 0]).std().item())
+
+
+def test_reinforce_pp_token_needs_lengths_and_gives_zero_to_empty_rows():
+    with pytest.raises(ValueError, match="lengths"):
+        ESTIMATORS.get("reinforce_pp_token").fn(EstimatorBatch(torch.ones(2), torch.zeros(2, dtype=torch.long),
+                                                               torch.zeros(2, dtype=torch.long)), PARAMS)
+    out = reinforce_pp_token([0.0, 1.0, 2.0, NAN], [0, 0, 0, 0], [2, 0, 2, 3])
+    assert out[1] == 0.0 and out[3] == 0.0 and out[0] == pytest.approx(-out[2])

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from mlgrpo.algorithms.shaping import (
-    combine_objectives,
+    InterGroupRows,
+    inter_group_change,
+    inter_group_rows,
     inter_group_variance,
     mix_relative_absolute,
     scheduled_temperature,
@@ -53,14 +55,6 @@ def test_mix_relative_absolute_by_hand():
     assert mix_relative_absolute(rel, absolute, 1.0) is rel
 
 
-def test_combine_objectives_by_hand():
-    per_objective = torch.tensor([[1.0, -2.0], [0.0, 4.0]])  # columns: safety, helpfulness
-    # alpha = 0.7: 0.7 * 1 + 0.3 * -2 = 0.1; 0.7 * 0 + 0.3 * 4 = 1.2
-    assert combine_objectives(per_objective, (0.7, 0.3)).tolist() == pytest.approx([0.1, 1.2])
-    with pytest.raises(ValueError, match="3 weights"):
-        combine_objectives(per_objective, (1.0, 1.0, 1.0))
-
-
 def test_inter_group_variance_by_hand_and_gradient():
     # group means: [1, 3] -> 2 and [5] -> 5 and [NaN, 2] -> 2; mean of means 3; variance ((1 + 4 + 1) / 3) = 2
     adv = torch.tensor([1.0, 3.0, 5.0, NAN, 2.0], dtype=torch.float64, requires_grad=True)
@@ -71,3 +65,47 @@ def test_inter_group_variance_by_hand_and_gradient():
     # d var / d mean_k = 2 (mean_k - 3) / 3 -> [-2/3, 4/3, -2/3]; each row gets its group's share / size
     assert adv.grad.tolist() == pytest.approx([-1 / 3, -1 / 3, 4 / 3, 0.0, -2 / 3])
     assert inter_group_variance(torch.tensor([1.0, -1.0]), torch.tensor([0, 0])).item() == 0.0  # one group
+
+
+def rows_of(rows: InterGroupRows, index) -> InterGroupRows:
+    return InterGroupRows(rows.group_ids[index], rows.centred_mean[index], rows.group_size[index], rows.groups[index])
+
+
+def test_inter_group_change_over_a_whole_rollout_is_the_change_of_the_variance():
+    gen = torch.Generator().manual_seed(0)
+    adv = torch.randn(48, generator=gen, dtype=torch.float64)
+    groups = torch.randint(0, 7, (48,), generator=gen)
+    ratio = 0.5 + torch.rand(48, generator=gen, dtype=torch.float64)
+    rows = inter_group_rows(adv, groups)
+    change = inter_group_change(adv, ratio, rows)
+    expected = inter_group_variance(adv * ratio, groups) - inter_group_variance(adv, groups)
+    assert change.item() == pytest.approx(expected.item(), rel=1e-12, abs=1e-12)
+
+
+def test_inter_group_change_of_fragments_sums_to_the_whole_group_gradient():
+    # A rollout split into 3 shuffled micro-batches (fragments of groups): the gradients of the three
+    # shares at ratio 1 add up to the gradient of var_g(mean(ratio * A)) over whole groups.
+    gen = torch.Generator().manual_seed(1)
+    adv = torch.randn(30, generator=gen, dtype=torch.float64) + torch.arange(30, dtype=torch.float64) % 3
+    groups = torch.arange(30) // 5  # 6 groups of 5
+    log_ratio = torch.zeros(30, dtype=torch.float64, requires_grad=True)
+    inter_group_variance(adv * torch.exp(log_ratio), groups).backward()
+    whole = log_ratio.grad.clone()
+    log_ratio.grad = None
+    rows = inter_group_rows(adv, groups)
+    for part in torch.randperm(30, generator=gen).chunk(3):
+        inter_group_change(adv[part], torch.exp(log_ratio[part]), rows_of(rows, part)).backward()
+    torch.testing.assert_close(log_ratio.grad, whole, rtol=1e-12, atol=1e-12)
+    assert whole.abs().max() > 0.01
+
+
+def test_inter_group_change_by_hand():
+    # A = [1, 3, -2] in groups [a, a, b]: m0 = (2, -2), c0 = 0, G = 2. Rows 0 and 2 at ratio 2 and 0.5:
+    # d_a = 1 * 1 / 2 = 0.5, d_b = -2 * -0.5 / 1 = 1; (2/2)(2 * 0.5 + -2 * 1) + (0.25 + 1) / 2 - (1.5 / 2)^2
+    # = -1 + 0.625 - 0.5625 = -0.9375; directly: m = (2.5, -1), var = 1.75^2 = 3.0625 against 4.
+    rows = inter_group_rows(torch.tensor([1.0, 3.0, -2.0]), torch.tensor([0, 0, 1]))
+    pick = torch.tensor([0, 2])
+    assert rows.centred_mean.tolist() == [2.0, 2.0, -2.0] and rows.groups.tolist() == [2.0, 2.0, 2.0]
+    change = inter_group_change(torch.tensor([1.0, -2.0]), torch.tensor([2.0, 0.5]), rows_of(rows, pick))
+    assert change.item() == pytest.approx(-0.9375)
+    assert inter_group_change(torch.tensor([]), torch.tensor([]), rows_of(rows, pick[:0])).item() == 0.0

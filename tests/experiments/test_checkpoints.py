@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mlgrpo.experiments.worker import latest_checkpoint
-from mlgrpo.trainers.grpo import EXTRA_STATE
+from mlgrpo.trainers.checkpoints import EXTRA_STATE
 
 
 def make(folder, step: int, complete: bool):

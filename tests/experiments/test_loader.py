@@ -23,11 +23,15 @@ def test_typo_names_file_line_key_and_the_closest_valid_key(load_error):
 @pytest.mark.parametrize("old, new, needle, key, reason", [
     ("num_generations: 16 ", "num_generations: 1 ", "num_generations", "training.num_generations",
      "the group size must be at least 2, got 1"),
-    ("per_device_train_batch_size: 64", "per_device_train_batch_size: 60", "per_device_train_batch_size",
-     "training.per_device_train_batch_size", "use 48 (3 prompts) or 64 (4 prompts)"),
+    ("per_device_train_batch_size: 64", "per_device_train_batch_size: 62", "per_device_train_batch_size",
+     "training.per_device_train_batch_size", "use per_device_train_batch_size 60 (15 prompts per rollout) or 64 (16 "
+     "prompts per rollout)"),
     ("[en, es, ru, ar, ja, sw]", "[en, es, ru, ar, ja, sw, klingon]", "languages:", "data.languages", "unknown language 'klingon'"),
     ("  max_steps: 250", "  max_steps: many", "max_steps", "training.max_steps", "expected an integer, got the text"),
-    ("  beta: 0.0", "  seed: 3", "seed: 3", "training.seed", "seed is set by the platform"),
+    ("  loss_type: dapo", "  seed: 3", "seed: 3", "training.seed", "seed is set by the platform"),
+    ("  loss_type: dapo", "  beta: 0.04", "beta: 0.04", "training.beta", "the KL to the reference is the kl section"),
+    ("  minibatches: 4 ", "  minibatches: 0 ", "minibatches: 0", "update.minibatches", "must be a whole number >= 1"),
+    ("  estimator: k3 ", "  estimator: k4 ", "estimator: k4", "kl.estimator", "unknown KL estimator 'k4': did you mean"),
     ("seeds: [0, 1]", "seeds: 0", "seeds:", "seeds", "expected a list of integers, got 0"),
     ('policy: "tiny:', 'policy: !!python/object:os.system "tiny:', "policy", "model.policy", "tag !!python/object"),
     ("  per_language: 50 ", "  per_language: 500 ", "per_language: 500", "evaluation.per_language",
@@ -60,7 +64,11 @@ def test_missing_and_unknown_sections(load_error, old, new, key, reason):
     ("{trainig: {beta: 0.1}}", "arms.grpo.trainig", "(did you mean 'training'?)"),
     ("{model: {policy: other}}", "arms.grpo.model.policy", "an arm may change only model.lora"),
     ("{training: {num_generations: 6}}", "arms.grpo.training.per_device_train_batch_size",
-     "64 completions is not a multiple of num_generations 6"),
+     "256 completions is not a multiple of num_generations 6"),
+    ("{kl: {coef: 0.1, placement: reward}}", "arms.grpo.kl", "kl.placement reward needs per-token rewards"),
+    ("{kl: {coef: 0.1, estimator: k1}}", "arms.grpo.kl", "TRL's loss computes k3 only"),
+    ("{algorithm: {name: ppo, advantage: {estimator: gae}, ppo: {kl_coef: 0.1}}}", "arms.grpo.algorithm.ppo.kl_coef",
+     "the KL is the kl section now"),
     ("{sampler: {name: oversample, oversample: {de: 2.0}}}", "arms.grpo.sampler.oversample.de",
      "'de' is not among the experiment's languages"),
     ("{sampler: {name: balanced, seed: 3}}", "arms.grpo.sampler.seed", "seeded with the run's seed"),
@@ -74,10 +82,10 @@ def test_arm_errors_point_at_the_arm(load_error, override, key, reason):
 
 
 def test_a_shared_mistake_is_reported_once_at_the_shared_line(load_error):
-    text = edited("  beta: 0.0", "  beta: zero")
+    text = edited("  learning_rate: 1.0e-4 ", "  learning_rate: fast ")
     message, path = load_error(text)
-    assert message == (f"{path}:{line_of(text, 'beta: zero')}: training.beta: expected a number, got the text 'zero' "
-                       "(write numbers without quotes)")
+    assert message == (f"{path}:{line_of(text, 'learning_rate: fast')}: training.learning_rate: expected a number, got "
+                       "the text 'fast' (write numbers without quotes)")
 
 
 def write_rows(path, rows):
@@ -142,9 +150,9 @@ def test_relative_data_paths_are_read_from_the_experiment_folder(write, tmp_path
 
 
 def test_overrides_that_change_nothing_and_twin_arms_are_noted(write):
-    text = edited("  grpo: {}", "  grpo: {training: {beta: 0.0}}\n  grpo-again: {}")
+    text = edited("  grpo: {}", "  grpo: {training: {loss_type: dapo}}\n  grpo-again: {}")
     notes = load_experiment(write(text)).notes
-    assert "arm 'grpo' sets training.beta to 0.0, which it already is: the override changes nothing" in notes
+    assert "arm 'grpo' sets training.loss_type to \"dapo\", which it already is: the override changes nothing" in notes
     assert any(note.startswith("arms 'grpo' and 'grpo-again' resolve to the same configuration") for note in notes)
 
 

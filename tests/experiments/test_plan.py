@@ -36,8 +36,19 @@ def test_plan_filters_name_what_exists(quickstart):
         quickstart.plan(seeds=[5])
 
 
-def test_differences_table_is_exact(quickstart):
+CRITIC = {"model": "separate", "cliprange_value": 0.2, "warmup_steps": 0, "learning_rate": 1e-4, "max_grad_norm": 1.0}
+
+
+def test_differences_table_is_exact_and_holds_the_defaults_that_differ(quickstart):
+    # PPO's critic is a default the YAML never writes; the std scope is the one in force (GRPO's: group)
     assert quickstart.differences() == [
+        ("algorithm.name", {"ppo": "ppo", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
+        ("algorithm.advantage.estimator", {"ppo": "gae", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
+        ("algorithm.advantage.std_scope", {"ppo": "batch", "grpo": "group", "grpo-lang-balanced": "group"}),
+        ("critic", {"ppo": CRITIC, "grpo": "none", "grpo-lang-balanced": "none"}),
+        ("sampler.name", {"ppo": "uniform", "grpo": "uniform", "grpo-lang-balanced": "balanced"}),
+    ]
+    assert quickstart.declared_differences() == [
         ("algorithm.name", {"ppo": "ppo", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
         ("algorithm.advantage.estimator", {"ppo": "gae", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
         ("algorithm.advantage.std_scope", {"ppo": "batch", "grpo": None, "grpo-lang-balanced": None}),
@@ -45,12 +56,45 @@ def test_differences_table_is_exact(quickstart):
     ]
 
 
-def test_arms_differ_only_in_the_keys_they_declare():
+def test_a_kl_that_acts_in_different_places_is_a_difference(write):
+    # One coefficient for every arm: PPO puts it in the reward, GRPO in TRL's loss (beta), and the table says so.
+    experiment = load_experiment(write(edited("  coef: 0.0 ", "  coef: 0.05 ")))
+    rows = dict(experiment.differences())
+    assert rows["kl.placement"] == {"ppo": "reward", "grpo": "loss", "grpo-lang-balanced": "loss"}
+    assert "kl.coef" not in rows and "kl.estimator" not in rows
+    assert rows["training.beta"] == {"ppo": 0.0, "grpo": 0.05, "grpo-lang-balanced": 0.05}
+    # an arm that turns it off is one more difference, its own
+    off = load_experiment(write(edited("  grpo: {}", "  grpo: {kl: {coef: 0.0}}", edited("  coef: 0.0 ", "  coef: 0.05 "))))
+    assert dict(off.differences())["kl"] == {"ppo": {"coef": 0.05, "estimator": "k3", "placement": "reward"},
+                                             "grpo": "off",
+                                             "grpo-lang-balanced": {"coef": 0.05, "estimator": "k3", "placement": "loss"}}
+
+
+def test_every_declared_difference_is_an_effective_one():
     for path in sorted(EXPERIMENTS.glob("*.yaml")):
         experiment = load_experiment(path)
-        declared = {".".join(map(str, key)) for arm in experiment.arm_configs.values() for key in arm.declared}
-        for key, _ in experiment.differences():
-            assert any(key == d or key.startswith(d + ".") or d.startswith(key + ".") for d in declared), (path, key)
+        effective = {key for key, _ in experiment.differences()}
+        for key, _ in experiment.declared_differences():
+            assert any(key == e or key.startswith(e + ".") or e.startswith(key + ".") for e in effective), (path, key)
+
+
+def test_the_schedule_is_shared_and_mapped_onto_trl(quickstart):
+    for run in quickstart.plan(seeds=[0]):
+        update = run.effective["update"]
+        assert (update["minibatches"], update["epochs"], update["steps_per_rollout"]) == (4, 1, 4)
+        assert (update["minibatch_completions"], update["rollout_completions"], update["rollout_prompts"]) == (64, 256, 16)
+        assert run.effective["training"]["steps_per_generation"] == 4 and run.effective["training"]["num_iterations"] == 1
+        assert run.flat_params["effective.update.policy_ratio"] == "moves within a rollout"
+    assert quickstart.warnings == ()
+
+
+def test_one_step_per_rollout_is_warned_about(write):
+    experiment = load_experiment(write(edited("  minibatches: 4 ", "  minibatches: 1 ")))
+    assert len(experiment.warnings) == 3 and "arm 'ppo': one optimiser step per rollout" in experiment.warnings[0]
+    assert "the policy ratio is always 1" in experiment.warnings[0]
+    two_epochs = load_experiment(write(edited("  grpo: {}", "  grpo: {update: {epochs: 2}}",
+                                              edited("  minibatches: 4 ", "  minibatches: 1 "))))
+    assert [w.split(":")[0] for w in two_epochs.warnings] == ["arm 'ppo'", "arm 'grpo-lang-balanced'"]
 
 
 def test_config_hash_is_sha256_of_the_resolved_arm_and_ignores_the_seed(quickstart):

@@ -10,8 +10,9 @@ import pytest
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.source import ConfigError
 from mlgrpo.experiments.training import (
-    PLATFORM_FIELDS, build_grpo_config, check_group_layout, check_lora, check_training, grpo_config,
+    PLATFORM_FIELDS, build_grpo_config, check_group_layout, check_lora, check_training, grpo_config, trl_settings,
 )  # fmt: skip
+from mlgrpo.trainers.config import AlgorithmConfig, KLConfig, UpdateSchedule
 
 BASE = {"num_generations": 8, "per_device_train_batch_size": 64, "max_steps": 5}
 
@@ -23,8 +24,8 @@ def config_error(check, raw) -> ConfigError:
 
 
 def test_valid_settings_in_canonical_form():
-    settings = check_training({**BASE, "learning_rate": 2e-4, "beta": 0, "lr_scheduler_type": "cosine"})
-    assert settings["beta"] == 0.0 and isinstance(settings["beta"], float)
+    settings = check_training({**BASE, "learning_rate": 2, "epsilon": 0, "lr_scheduler_type": "cosine"})
+    assert settings["learning_rate"] == 2.0 and isinstance(settings["epsilon"], float)
     assert settings["lr_scheduler_type"] == "cosine"
 
 
@@ -61,7 +62,13 @@ def test_batch_not_divisible_by_the_group():
     # 60 completions, groups of 8: 60 = 7 x 8 + 4, so the nearest whole layouts are 56 and 64.
     error = config_error(check_training, {**BASE, "per_device_train_batch_size": 60})
     assert error.path == ("training", "per_device_train_batch_size")
-    assert error.reason.endswith("use 56 (7 prompts) or 64 (8 prompts)")
+    assert error.reason.endswith("use per_device_train_batch_size 56 (7 prompts per rollout) or 64 (8 prompts per "
+                                 "rollout)")
+    # With 4 minibatches per rollout a batch need only be a multiple of 8 / gcd(8, 4) = 2: 62 x 4 = 248 = 31 x 8
+    assert check_training({**BASE, "per_device_train_batch_size": 62}, minibatches=4)["per_device_train_batch_size"] == 62
+    error = config_error(lambda raw: check_training(raw, minibatches=4), {**BASE, "per_device_train_batch_size": 61})
+    assert error.reason.endswith("use per_device_train_batch_size 60 (30 prompts per rollout) or 62 (31 prompts per "
+                                 "rollout)")
 
 
 def test_batch_layout_counts_steps_per_generation_and_defaults():
@@ -81,7 +88,8 @@ def test_vllm_must_be_installed_to_be_used():
 def test_grpo_config_applies_the_platform_fields(tmp_path):
     import torch
 
-    run = SimpleNamespace(training={**BASE, "bf16": True, "learning_rate": 2e-4}, seed=7, run_name="grpo-seed7")
+    run = SimpleNamespace(training={**BASE, "bf16": True, "learning_rate": 2e-4}, seed=7, run_name="grpo-seed7",
+                          update=UpdateSchedule(), kl=KLConfig(), algorithm=AlgorithmConfig())
     args = grpo_config(run, str(tmp_path / "out"))
     assert (args.seed, args.run_name, args.learning_rate, args.num_generations) == (7, "grpo-seed7", 2e-4, 8)
     assert args.report_to == []  # "none": metrics leave through mlgrpo's tracking only
@@ -93,10 +101,19 @@ def test_grpo_config_applies_the_platform_fields(tmp_path):
 
 
 def test_trl_own_validation_applies(tmp_path):
-    settings = check_training({**BASE, "per_device_train_batch_size": 8, "generation_batch_size": 16,
-                               "steps_per_generation": 2})
-    with pytest.raises(UserError, match="trl.GRPOConfig refuses these settings: .*can not be both configured"):
-        build_grpo_config(settings, str(tmp_path), seed=0, run_name="x")
+    settings = check_training({**BASE, "per_device_train_batch_size": 8, "epsilon": -1.0})
+    with pytest.raises(UserError, match="trl.GRPOConfig refuses these settings: "):
+        build_grpo_config({**settings, "generation_batch_size": 16, "steps_per_generation": 2}, str(tmp_path), seed=0,
+                          run_name="x")
+
+
+@pytest.mark.parametrize("algorithm, coef, placement, beta", [
+    ("grpo", 0.05, "auto", 0.05), ("ppo", 0.05, "auto", 0.0), ("ppo", 0.05, "loss", 0.05), ("grpo", 0.0, "auto", 0.0),
+])
+def test_the_schedule_and_the_kl_become_trls_fields(algorithm, coef, placement, beta):
+    settings = trl_settings({**BASE, "gradient_accumulation_steps": 2}, UpdateSchedule(minibatches=3, epochs=2),
+                            KLConfig(coef=coef, placement=placement), algorithm)
+    assert (settings["steps_per_generation"], settings["num_iterations"], settings["beta"]) == (6, 2, beta)
 
 
 def test_lora():

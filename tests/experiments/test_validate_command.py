@@ -40,8 +40,9 @@ def test_json(main, capsys):
     assert report["ok"] is True and len(report["runs"]) == 15
     assert report["data"]["sw"] == {"train": 20, "eval": 50}
     keys = [row["key"] for row in report["differences"]]
-    assert keys == ["algorithm.name", "algorithm.advantage.estimator", "algorithm.advantage.std_scope",
+    assert keys == ["algorithm.name", "algorithm.advantage.estimator", "algorithm.advantage.std_scope", "critic",
                     "sampler.name", "sampler.oversample"]
+    assert report["schedule"]["grpo"]["steps_per_rollout"] == 4 and report["warnings"] == []
 
 
 def test_error_is_one_line_and_exit_2(main, capsys, tmp_path):

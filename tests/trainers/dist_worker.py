@@ -22,13 +22,13 @@ from mlgrpo.trainers import AlgorithmConfig, MultilingualGRPOTrainer  # noqa: E4
 
 class Recorder(MultilingualGRPOTrainer):
     def _advantages(self, rewards, keys, output, local):
-        advantages, metrics = super()._advantages(rewards, keys, output, local)
+        result = super()._advantages(rewards, keys, output, local)
         self.records.append({
             "rewards": rewards.tolist(), "languages": list(keys.languages), "lang_ids": keys.lang_ids.tolist(),
-            "prompt_ids": keys.prompt_ids.tolist(), "local_advantages": advantages.tolist(),
-            "metrics": {k: float(v) for k, v in metrics.items()},
+            "prompt_ids": keys.prompt_ids.tolist(), "local_advantages": result.local.tolist(),
+            "metrics": {k: float(v) for k, v in result.metrics.items()},
         })
-        return advantages, metrics
+        return result
 
     def _language_metrics(self, rows, rewards, keys):
         metrics = super()._language_metrics(rows, rewards, keys)

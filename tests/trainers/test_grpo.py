@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 
 import pytest
@@ -12,7 +13,7 @@ from trl import GRPOTrainer
 
 from mlgrpo.algorithms import AdvantageConfig
 from mlgrpo.sampling import SamplerConfig
-from mlgrpo.trainers import AlgorithmConfig, MultilingualGRPOTrainer
+from mlgrpo.trainers import AlgorithmConfig, KLConfig, MultilingualGRPOTrainer
 
 from .conftest import LANGUAGES, grpo_args, length_reward
 
@@ -22,9 +23,9 @@ class RecordingTrainer(MultilingualGRPOTrainer):
 
     def _advantages(self, rewards, keys, output, local):
         trl_advantages = output["advantages"].clone()
-        ours, metrics = super()._advantages(rewards, keys, output, local)
-        self.pairs = getattr(self, "pairs", []) + [(trl_advantages, ours.clone())]
-        return ours, metrics
+        ours = super()._advantages(rewards, keys, output, local)
+        self.pairs = getattr(self, "pairs", []) + [(trl_advantages, ours.local.clone())]
+        return ours
 
 
 def params(model) -> torch.Tensor:
@@ -86,16 +87,60 @@ def test_missing_language_column_is_a_clear_error(tmp_path, make_model, tokenize
                                 train_dataset=dataset.remove_columns("language"), processing_class=tokenizer)
 
 
-def test_inter_group_regulariser_changes_the_update(tmp_path, make_model, tokenizer, dataset):
-    def run(coef: float) -> torch.Tensor:
-        model = make_model()
-        cfg = AlgorithmConfig(advantage=AdvantageConfig(inter_group_coef=coef))
-        MultilingualGRPOTrainer(model=model, reward_funcs=[length_reward], args=grpo_args(tmp_path / str(coef), max_steps=2),
-                                train_dataset=dataset, processing_class=tokenizer, algorithm=cfg).train()
-        return params(model)
+class GradientAtStep(TrainerCallback):
+    """The accumulated gradients of the first optimiser step, and the rollout they came from."""
 
-    plain, regularised = run(0.0), run(10.0)
-    assert (plain - regularised).abs().max() > 1e-7
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+        if state.global_step == 0:
+            self.grads = torch.cat([p.grad.detach().flatten().clone() for p in model.parameters()])
+
+
+def regularised_run(tmp_path, make_model, tokenizer, dataset, coef: float):
+    """One optimiser step over a rollout of 4 prompts x 4 completions in two shuffled micro-batches."""
+    probe = GradientAtStep()
+    model = make_model()
+    forwards = []
+    model.register_forward_hook(lambda module, inputs, output: forwards.append(torch.is_grad_enabled()))
+    cfg = AlgorithmConfig(advantage=AdvantageConfig(mix_lambda=0.5, inter_group_coef=coef))
+    trainer = MultilingualGRPOTrainer(
+        model=model, reward_funcs=[length_reward], train_dataset=dataset, processing_class=tokenizer, algorithm=cfg,
+        args=grpo_args(tmp_path / str(coef), max_steps=1, gradient_accumulation_steps=2, steps_per_generation=2,
+                       max_grad_norm=0.0, learning_rate=1e-6), callbacks=[probe])
+    trainer.train()
+    return probe.grads, trainer._buffered_inputs, forwards
+
+
+def test_inter_group_regulariser_has_the_whole_group_gradient_at_weight_coef(tmp_path, make_model, tokenizer,
+                                                                             dataset):
+    coef = 2.0
+    plain, rollout, plain_forwards = regularised_run(tmp_path, make_model, tokenizer, dataset, 0.0)
+    regularised, same_rollout, forwards = regularised_run(tmp_path, make_model, tokenizer, dataset, coef)
+    assert torch.equal(torch.cat([b["advantages"] for b in rollout]), torch.cat([b["advantages"] for b in same_rollout]))
+    # The regulariser coef * var_g(mean_{i in g} ratio_i A_i) over whole prompt groups, differentiated at the
+    # rollout's policy on the whole rollout at once (TRL split it into two micro-batches of fragments).
+    from mlgrpo.algorithms import inter_group_variance
+
+    batch = {k: torch.cat([b[k] for b in rollout]) for k in ("prompt_ids", "prompt_mask", "completion_ids",
+                                                             "completion_mask", "advantages")}
+    reference = MultilingualGRPOTrainer(
+        model=make_model(), reward_funcs=[length_reward], train_dataset=dataset, processing_class=tokenizer,
+        args=grpo_args(tmp_path / "reference", max_steps=1))
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+    attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+    logps, _, _ = reference._get_per_token_logps_and_entropies(reference.model, ids, attention,
+                                                                batch["completion_ids"].size(1))
+    mask = batch["completion_mask"]
+    ratio = torch.exp(((logps - logps.detach()) * mask).sum(-1) / mask.sum(-1).clamp(min=1))
+    groups = torch.unique(batch["prompt_ids"], dim=0, return_inverse=True)[1]
+    assert groups.unique().numel() == 4 and groups[:8].unique().numel() > 1  # fragments in each micro-batch
+    variance = inter_group_variance(ratio * batch["advantages"], groups)
+    assert variance.item() > 1e-4  # the mix with absolute rewards gives the groups different means
+    (coef * variance).backward()
+    expected = torch.cat([p.grad.flatten() for p in reference.model.parameters()])
+    assert expected.abs().max() > 1e-4
+    torch.testing.assert_close(regularised - plain, expected, rtol=1e-4, atol=1e-6)
+    # and from the log-probs TRL's loss already computed: no second forward pass of the policy
+    assert sum(forwards) == sum(plain_forwards) == 2
 
 
 def test_gae_without_critic_is_refused():
@@ -206,3 +251,62 @@ def test_a_helper_that_dies_mid_step_costs_that_step_its_consistency_and_trainin
     first, second = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert all(first.get(f"language_consistency/{lang}") is None for lang in LANGUAGES)
     assert any(second.get(f"language_consistency/{lang}") is not None for lang in LANGUAGES)  # a new helper
+
+
+@pytest.mark.parametrize("kl, beta, words", [
+    (KLConfig(coef=0.05), 0.0, "GRPOConfig.beta=0.0 but kl.coef=0.05 (loss)"),  # declared, applied never
+    (KLConfig(), 0.1, "GRPOConfig.beta=0.1 but kl.coef=0.0 (off)"),  # applied, declared nowhere
+])
+def test_a_kl_that_would_act_at_another_weight_than_declared_is_refused(tmp_path, make_model, tokenizer, dataset,
+                                                                          kl, beta, words):
+    from mlgrpo.errors import UserError
+
+    with pytest.raises(UserError, match=re.escape(words)):
+        MultilingualGRPOTrainer(model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path, beta=beta),
+                                train_dataset=dataset, processing_class=tokenizer, kl=kl)
+    make_model().save_pretrained(tmp_path / "policy")  # TRL loads its reference model by the policy's name
+    trainer = MultilingualGRPOTrainer(model=str(tmp_path / "policy"), reward_funcs=[length_reward],
+                                      train_dataset=dataset, args=grpo_args(tmp_path, beta=0.05),
+                                      processing_class=tokenizer, kl=KLConfig(coef=0.05))
+    assert trainer.beta == 0.05 and trainer.ref_model is not None  # TRL's own KL term, at the declared weight
+
+
+@pytest.mark.parametrize("setting, value, words", [
+    ("multi_objective_aggregation", "normalize_then_sum", "set AlgorithmConfig.advantage.objective_weights"),
+    ("scale_rewards", "batch", "set AlgorithmConfig.advantage.std_scope"),
+])
+def test_trl_settings_the_advantages_replace_are_refused(tmp_path, make_model, tokenizer, dataset, setting, value,
+                                                         words):
+    from mlgrpo.errors import UserError
+
+    with pytest.raises(UserError, match=f"GRPOConfig.{setting}='{value}' would be ignored: .*{words}"):
+        MultilingualGRPOTrainer(model=make_model(), reward_funcs=[length_reward], train_dataset=dataset,
+                                args=grpo_args(tmp_path, **{setting: value}), processing_class=tokenizer)
+
+
+def prompt_length_reward(completions, prompts, **kwargs):
+    """The same reward for every completion of a prompt: TRL's prompt groups all have zero spread."""
+    return [float(len(p) % 5) for p in prompts]
+
+
+class KeepingTrainer(MultilingualGRPOTrainer):
+    def _advantages(self, rewards, keys, output, local):
+        result = super()._advantages(rewards, keys, output, local)
+        self.kept = getattr(self, "kept", []) + [(result.per_row.tolist(), float(result.metrics["adv/frac_zero_std"]))]
+        return result
+
+
+def test_trls_advantage_logs_describe_the_advantages_trained_on(tmp_path, make_model, tokenizer, dataset):
+    cfg = AlgorithmConfig(advantage=AdvantageConfig(group_by="language", std_scope="language"))
+    trainer = KeepingTrainer(model=make_model(), reward_funcs=[prompt_length_reward], train_dataset=dataset,
+                             args=grpo_args(tmp_path, max_steps=1, per_device_train_batch_size=16, logging_steps=1),
+                             processing_class=tokenizer, algorithm=cfg, sampler=SamplerConfig(name="balanced", seed=0))
+    trainer.train()
+    (advantages, frac_zero), = trainer.kept
+    # TRL's prompt groups have no spread (TRL would log frac 1.0 and advantage 0 for all); the language
+    # groups do, so the advantages trained on are not 0.
+    assert frac_zero < 1.0 and any(a != 0 for a in advantages)
+    assert list(trainer._logs["advantages"]) == advantages  # the completions table's column
+    logged = next(entry for entry in trainer.state.log_history if "frac_reward_zero_std" in entry)
+    assert logged["frac_reward_zero_std"] == pytest.approx(frac_zero)
+    assert logged["frac_reward_zero_std"] == pytest.approx(logged["adv/frac_zero_std"])

@@ -17,7 +17,7 @@ from transformers import TrainerCallback
 from mlgrpo.algorithms import AdvantageConfig
 from mlgrpo.sampling import SamplerConfig
 from mlgrpo.trainers import AlgorithmConfig, MultilingualGRPOTrainer, PPOTrainer
-from mlgrpo.trainers.grpo import EXTRA_STATE
+from mlgrpo.trainers.checkpoints import EXTRA_STATE
 
 from .conftest import grpo_args, length_reward
 

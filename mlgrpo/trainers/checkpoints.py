@@ -1,0 +1,103 @@
+"""Checkpoints that resume exactly: what HF's Trainer and TRL leave out of a checkpoint, saved and restored.
+
+A mixin of MultilingualGRPOTrainer (and so of PPOTrainer). Each process writes its own state file into
+every checkpoint, last and atomically, so that its presence marks a checkpoint the trainer finished
+writing (a run killed while saving leaves a folder without it, which resuming passes over).
+Knows nothing about MLflow or YAML.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+import torch
+from torch import Tensor
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from mlgrpo.errors import UserError
+from mlgrpo.trainers.guard import NONFINITE_STEPS
+
+EXTRA_STATE = "mlgrpo_state_rank{rank}.pt"  # per process, in every checkpoint: see ResumableState._extra_state
+
+log = logging.getLogger(__name__)
+
+
+def complete_checkpoint(folder: str | os.PathLike) -> bool:
+    """True when `folder` is a checkpoint the trainer finished writing: HF's files, then (last) mlgrpo's
+    state file of the main process. A run killed while saving leaves a folder without it."""
+    return os.path.isfile(os.path.join(folder, EXTRA_STATE.format(rank=0)))
+
+
+class ResumableState:
+    """_save_checkpoint / _load_optimizer_and_scheduler of a MultilingualGRPOTrainer, with mlgrpo's state."""
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        os.makedirs(folder, exist_ok=True)  # every process writes its own file, as HF's RNG states
+        path = os.path.join(folder, EXTRA_STATE.format(rank=self.accelerator.process_index))
+        torch.save(self._extra_state(), path + ".tmp")
+        # Written last and atomically: its presence marks a finished checkpoint (see complete_checkpoint).
+        os.replace(path + ".tmp", path)
+
+    def _extra_state(self) -> dict:
+        """What resuming needs beyond HF's checkpoint (weights, optimiser, scheduler, RNG, trainer state).
+
+        trl_step, buffered_inputs: TRL counts micro-steps from 0 again and generates anew when its buffer
+            is empty, so a checkpoint taken while a generation is still being reused (steps_per_generation
+            above gradient_accumulation_steps, or num_iterations > 1) would resume with new rollouts from
+            newer weights. The buffer is this process's share, saved only then.
+        sampler: the language sampler's history (draw counts, rewards, the epoch in progress), on which its
+            next draws depend; HF's skipping of trained batches cannot rebuild it (sampling/sampler.py).
+        nonfinite_loss_steps: the running count of skipped steps.
+        """
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        sampler = None if self._language_sampler is None else self._language_sampler.state_dict()
+        return {
+            "processes": self.accelerator.num_processes,
+            "trl_step": self._step,
+            "buffered_inputs": self._buffered_inputs if self._step % generate_every else None,
+            "sampler": None if sampler is None else {k: _to_torch(v) for k, v in sampler.items()},
+            NONFINITE_STEPS: self._nonfinite_steps,
+        }
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        # HF calls this once when resuming, after building the data loader (so the sampler exists); TRL
+        # restores its own extra state here too.
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        if self._repeat_sampler is not None:  # the epoch HF resumes in (it skips to it without set_epoch)
+            self._repeat_sampler.set_epoch(int(self.state.epoch))
+        path = os.path.join(checkpoint, EXTRA_STATE.format(rank=self.accelerator.process_index))
+        if not os.path.exists(path):
+            log.warning("checkpoint %s has no %s (written by an older mlgrpo or by fewer processes): the run resumes, "
+                        "but its prompt order and next rollouts can differ from an uninterrupted run's", checkpoint,
+                        os.path.basename(path))
+            return
+        state = torch.load(path, weights_only=True, map_location="cpu")
+        self._step, self._nonfinite_steps = state["trl_step"], state[NONFINITE_STEPS]
+        if state["processes"] != self.accelerator.num_processes:
+            log.warning("checkpoint %s was written by %d processes, this run has %d: rollouts buffered at the "
+                        "checkpoint are dropped and generated again", checkpoint, state["processes"],
+                        self.accelerator.num_processes)
+        elif state["buffered_inputs"] is not None:
+            device = self.accelerator.device
+            self._buffered_inputs = [{k: v.to(device) if isinstance(v, Tensor) else v for k, v in batch.items()}
+                                     for batch in state["buffered_inputs"]]
+        if self._language_sampler is not None:
+            if state["sampler"] is None:
+                raise UserError(f"checkpoint {checkpoint} was written without the language sampler; resume with the "
+                                "sampler settings the run started with")
+            self._language_sampler.load_state_dict({k: _to_numpy(v) for k, v in state["sampler"].items()})
+
+
+def _to_torch(value):
+    # torch.load(weights_only=True) reads tensors, not numpy arrays.
+    return torch.from_numpy(value) if isinstance(value, np.ndarray) else value
+
+
+def _to_numpy(value):
+    return value.numpy() if isinstance(value, Tensor) else value

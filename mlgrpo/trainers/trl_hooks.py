@@ -1,0 +1,81 @@
+"""The places where mlgrpo relies on trl.GRPOTrainer's private behaviour (trl 1.16), in one file.
+
+Each is pinned by tests/trainers/test_trl_hooks.py against stock TRL, so that a TRL upgrade that moves
+one fails there, by name, rather than silently in a trainer:
+
+- `PolicyLogpsCapture`: TRL's `_compute_loss` computes the policy's per-token log-probs with one call of
+  `_get_per_token_logps_and_entropies` (with gradient). The inter-group regulariser reads that result
+  instead of running a second forward pass of the policy.
+- `replace_advantage_logs`: after `_generate_and_score_completions`, TRL has appended one value to
+  `_metrics[mode]["reward_std"]` and `["frac_reward_zero_std"]` (of its own prompt groups) and the
+  gathered advantages to `_logs["advantages"]` (the completions table). mlgrpo's advantages replace TRL's,
+  so these are replaced by the values of the advantages trained on.
+- `EpochSeekingRepeatSampler`: TRL's RepeatSampler draws epoch e's order as the e-th permutation of one
+  generator seeded once.
+Knows nothing about MLflow or YAML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import torch
+from torch import Tensor
+from trl.trainer.utils import RepeatSampler
+
+
+class PolicyLogpsCapture:
+    """Mixin for a trl.GRPOTrainer subclass: `with self.capturing_policy_logps() as found:` collects the
+    (B, T) log-probs every gradient-carrying call of `_get_per_token_logps_and_entropies` returns."""
+
+    _captured_logps: list[Tensor] | None = None
+
+    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
+        out = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+        if self._captured_logps is not None and torch.is_grad_enabled():
+            self._captured_logps.append(out[0])
+        return out
+
+    @contextmanager
+    def capturing_policy_logps(self) -> Iterator[list[Tensor]]:
+        self._captured_logps = found = []
+        try:
+            yield found
+        finally:
+            self._captured_logps = None
+
+
+def replace_advantage_logs(trainer, mode: str, advantages: Sequence[float], reward_std: float,
+                           frac_zero_std: float) -> None:
+    """TRL's logged advantage statistics of the generation batch just scored, replaced by mlgrpo's.
+
+    advantages: one number per completion of the gathered batch, in TRL's order (the completions table's
+    `advantage` column); reward_std: std of the reward the advantages come from; frac_zero_std: share of
+    completions in baseline groups without reward spread (adv/frac_zero_std).
+    """
+    metrics = trainer._metrics[mode]
+    for name, value in (("reward_std", reward_std), ("frac_reward_zero_std", frac_zero_std)):
+        if metrics[name]:
+            metrics[name][-1] = float(value)
+    logged = trainer._logs["advantages"]
+    for _ in range(min(len(advantages), len(logged))):
+        logged.pop()
+    logged.extend(float(a) for a in advantages)
+
+
+class EpochSeekingRepeatSampler(RepeatSampler):
+    """TRL's RepeatSampler, same orders, that can start at any epoch.
+
+    HF's Trainer, resuming inside epoch e >= 1, iterates none of the epochs before it, and does not reach
+    the sampler's set_epoch through the loader that skips the trained batches: TRL's own sampler would then
+    draw epoch 0's order again (measured: parameters 2.5e-4 to 9.4e-4 apart from the uninterrupted run
+    after 1-2 more steps). set_epoch(e) seeds again and draws the e permutations before, so epoch e's order
+    comes from any start.
+    """
+
+    def set_epoch(self, epoch: int) -> None:
+        if self.shuffle and self.seed is not None:
+            self.generator.manual_seed(self.seed)
+            for _ in range(epoch):
+                torch.randperm(self.num_samples, generator=self.generator)
