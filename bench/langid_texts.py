@@ -1,137 +1,106 @@
-"""A fixed set of real short texts in 24 languages for the language-ID benchmark, from package data.
+"""Real texts for the language-ID and consistency benchmarks, none of them seen by mlgrpo's language model.
 
-Two sources, both written by people and shipped inside installed packages (no download):
-- "cldr": babel's CLDR names (countries, languages, currencies, stand-alone month and day names);
-- "ui": Django's translated interface strings (its .mo catalogues), English from their msgids.
-Printf/brace placeholders and HTML tags are removed (they are not language). Two kinds of text are
-not "in" their language and are excluded from every backend's set alike, and counted (`excluded`):
-- "shared": a text that occurs in the pools of two or more languages up to case and diacritics
-  ("Canada", "Email", "Mai"; "Gâmbia" pt = "Gambia" en/it/...): it says nothing about its language;
-- "untranslated": a Django string equal to its English msgid up to case and diacritics ("Email",
-  "Slug"): the translator left the English source in place.
-Sampling is seeded. A tuning sample (`build(..., avoid_seed=0)`) is drawn from what the report's
-sample (seed 0) left, so that constants tuned on it never see a reported text.
+Four kinds, in 27 languages (LANGUAGES), from data that ships in installed packages:
+- "ui": Django's and Django REST framework's UI translations from the corpus's *test* split
+  (`mlgrpo.langid.corpus`: the model trains on the train split only);
+- "ui-unseen": the UI translations of Sphinx and django-allauth, catalogues the model never trains on
+  (the dev extra installs them): how it does on software it has not seen;
+- "words": CLDR calendar words, units and relative dates, and number words, from the test split;
+- "names": CLDR names of countries, languages, scripts, currencies and cities, and pycountry's, from
+  the test split. Names say little about their language ("Kuwaiti dinar", "Kiabkhazi"): reported apart.
+A text is ambiguous when its folded spelling (case and diacritics aside) is written by two or more of
+the languages anywhere in these sources ("Canada", "Email"): it has no single right answer and is left
+out, counted. Sampling is seeded; "tune" draws the same kinds from the tune split (and from the unseen
+catalogues' other half), for choosing constants; "test" is what the reports show.
 """
 
 from __future__ import annotations
 
-import gettext
+import functools
 import random
-import re
-import unicodedata
+import zlib
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
-LANGUAGES = tuple(
-    "ar bn de el en es fa fr he hi id it ja ko pl pt ru sw th tr uk ur vi zh".split()
-)
-_LOCALE = {"zh": "zh_Hans"}  # babel and Django name Simplified Chinese this way
+from mlgrpo.langid import corpus
 
-_PLACEHOLDER = re.compile(r"%\([^)]*\)[-#0 +]*\d*(?:\.\d+)?[sdifr]|%[-#0 +]*\d*(?:\.\d+)?[sdifr]|\{[^{}]*\}|<[^>]+>")
-_LETTER = re.compile(r"[^\W\d_]")
+LANGUAGES = tuple("ar bn da de el en es fa fr he hi id it ja ko nl pl pt ru sv sw th tr uk ur vi zh".split())
+KINDS = ("ui", "ui-unseen", "words", "names")
+UNSEEN_PACKAGES = {"sphinx": "locale/*/LC_MESSAGES/*.mo", "allauth": "locale/*/LC_MESSAGES/*.mo"}
 
 
 @dataclass(frozen=True)
 class BenchText:
     language: str  # ISO 639-1 code of the text
-    source: str  # "cldr" or "ui"
+    kind: str  # one of KINDS
     text: str
 
 
-def fold(text: str) -> str:
-    """The text up to case and diacritics: what a reader would call "the same spelling".
-
-    >>> fold("Gâmbia") == fold("gambia"), fold("Straße") == fold("STRASSE")
-    (True, True)
-    """
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
-def clean(text: str) -> str:
-    """The text without placeholders and tags, NFC, whitespace collapsed."""
-    text = _PLACEHOLDER.sub(" ", text)
-    return " ".join(unicodedata.normalize("NFC", text).split())
+def unseen_pairs() -> list[tuple[str, str, str, str]]:
+    """(package, language, English msgid, translation) of the unseen catalogues, cleaned."""
+    pairs = []
+    for package, pattern in UNSEEN_PACKAGES.items():
+        for language, english, translation in corpus.catalogue_pairs(package, pattern):
+            pairs.append((package, language, corpus.clean(english), corpus.clean(translation)))
+    return pairs
 
 
-def cldr_pool(language: str) -> set[str]:
-    from babel import Locale
-
-    locale = Locale.parse(_LOCALE.get(language, language))
-    names = [*locale.territories.values(), *locale.languages.values(), *locale.currencies.values()]
-    for table in (locale.months, locale.days):
-        for context in ("stand-alone", "format"):
-            names += table[context]["wide"].values()
-    return {clean(n) for n in names}
+def _unseen_half(text: str) -> str:
+    """Unseen catalogues have no corpus split: half of them (by hash) is for tuning, half for the test."""
+    return "tune" if zlib.crc32(corpus.fold(text).encode("utf-8")) % 2 else "test"
 
 
-def _django_catalogues(locale: str) -> list[Path]:
-    import django
-
-    root = Path(django.__file__).parent
-    return sorted(root.glob(f"**/locale/{locale}/LC_MESSAGES/*.mo"))
-
-
-def ui_pool(language: str) -> tuple[set[str], int]:
-    """Django's strings in `language` (for English, the msgids of the German catalogues), and how
-    many translations were left equal to their English msgid (up to case and diacritics)."""
-    locale = "de" if language == "en" else _LOCALE.get(language, language)
-    texts: set[str] = set()
-    untranslated: set[str] = set()
-    for path in _django_catalogues(locale):
-        with path.open("rb") as handle:
-            # GNUTranslations has no public way to list its entries; _catalog maps msgid -> msgstr.
-            catalogue = gettext.GNUTranslations(handle)._catalog
-        for msgid, msgstr in catalogue.items():
-            msgid = clean((msgid[0] if isinstance(msgid, tuple) else msgid).split("\x04")[-1])
-            if language == "en":
-                texts.add(msgid)  # "context\x04" prefix dropped above
-            elif msgid:  # the "" entry is the catalogue's header
-                text = clean(msgstr)
-                (untranslated if fold(text) == fold(msgid) else texts).add(text)
-    return texts, len(untranslated - texts)
+@functools.cache
+def pools(split: str) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(language, kind) -> the split's texts with letters, ambiguous ones left out."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for language in LANGUAGES:
+        by_source = corpus.texts(language, split)
+        found[language, "ui"] = set(by_source["django"]) | set(by_source["drf"])
+        found[language, "words"] = set(by_source["words"]) | set(by_source["numbers"])
+        found[language, "names"] = (set(by_source["names"]) | set(by_source["pycountry"])) - found[language, "words"]
+        found[language, "ui-unseen"] = set()
+    trained = {language: {corpus.fold(t) for texts in corpus.texts(language, "train").values() for t in texts}
+               for language in LANGUAGES}
+    for _, language, english, translation in unseen_pairs():
+        for lang, text in ((language, translation), ("en", english)):
+            if lang in LANGUAGES and corpus.has_letters(text) and _unseen_half(text) == split and (
+                    lang == "en" or corpus.fold(translation) != corpus.fold(english)) and corpus.fold(text) not in trained[lang]:
+                found[lang, "ui-unseen"].add(text)  # a string the corpus also has for the language is not unseen
+    owners = _owners()
+    return {key: tuple(sorted(t for t in texts if len(owners.get(corpus.fold(t), ())) <= 1))
+            for key, texts in found.items()}
 
 
-def _pools() -> tuple[dict[tuple[str, str], set[str]], dict[str, Counter]]:
-    """Texts with letters per (language, source), after the exclusions, and the counts excluded."""
-    excluded: dict[str, Counter] = {"shared": Counter(), "shared only up to diacritics": Counter(), "untranslated": Counter()}
-    pools = {}
-    for lang in LANGUAGES:
-        pools[lang, "cldr"] = {t for t in cldr_pool(lang) if _LETTER.search(t)}
-        ui, excluded["untranslated"][lang] = ui_pool(lang)
-        # Django's UI also lists language names: count each text once
-        pools[lang, "ui"] = {t for t in ui if _LETTER.search(t)} - pools[lang, "cldr"]
+@functools.cache
+def _owners() -> dict[str, frozenset[str]]:
+    """Folded spelling -> the LANGUAGES that write it anywhere in the sources (every split)."""
     owners: dict[str, set[str]] = {}
-    case_owners: dict[str, set[str]] = {}
-    for (lang, _), pool in pools.items():
-        for text in pool:
-            owners.setdefault(fold(text), set()).add(lang)
-            case_owners.setdefault(text.casefold(), set()).add(lang)
-    for key, pool in pools.items():
-        shared = {t for t in pool if len(owners[fold(t)]) > 1}
-        excluded["shared"][key[0]] += len(shared)
-        excluded["shared only up to diacritics"][key[0]] += sum(len(case_owners[t.casefold()]) == 1 for t in shared)
-        pools[key] = pool - shared
-    return pools, excluded
+    for language in LANGUAGES:
+        for texts in corpus.texts(language).values():
+            for text in texts:
+                owners.setdefault(corpus.fold(text), set()).add(language)
+    for _, language, english, translation in unseen_pairs():
+        for lang, text in ((language, translation), ("en", english)):
+            if lang in LANGUAGES:
+                owners.setdefault(corpus.fold(text), set()).add(lang)
+    return {key: frozenset(v) for key, v in owners.items()}
 
 
-def build(
-    per_source: int = 75, seed: int = 0, avoid_seed: int | None = None
-) -> tuple[list[BenchText], dict[str, Counter]]:
-    """Up to `per_source` texts per language and source, and the counts excluded per reason and
-    language. With `avoid_seed`, the texts that seed would sample are left out of the pools first."""
-    pools, excluded = _pools()
-    texts: list[BenchText] = []
-    for (lang, source), pool in sorted(pools.items()):
-        kept = sorted(pool)
-        if avoid_seed is not None:
-            avoided = set(_sample(kept, per_source, avoid_seed, lang, source))
-            kept = [t for t in kept if t not in avoided]
-        texts += [BenchText(lang, source, t) for t in _sample(kept, per_source, seed, lang, source)]
-    return texts, excluded
+def ambiguous_counts(split: str) -> Counter:
+    """Texts left out as ambiguous, per language (all kinds)."""
+    owners = _owners()
+    counts: Counter = Counter()
+    for language in LANGUAGES:
+        for texts in corpus.texts(language, split).values():
+            counts[language] += sum(len(owners[corpus.fold(t)]) > 1 for t in texts)
+    return counts
 
 
-def _sample(kept: list[str], per_source: int, seed: int, lang: str, source: str) -> list[str]:
-    rng = random.Random(f"{seed}/{lang}/{source}")
-    return rng.sample(kept, min(per_source, len(kept)))
+def sample(split: str = "test", per_kind: int = 100, seed: int = 0) -> list[BenchText]:
+    """Up to `per_kind` texts per language and kind, drawn with `seed`."""
+    texts = []
+    for (language, kind), pool in sorted(pools(split).items()):
+        rng = random.Random(f"{seed}/{split}/{language}/{kind}")
+        texts += [BenchText(language, kind, t) for t in rng.sample(pool, min(per_kind, len(pool)))]
+    return texts

@@ -1,59 +1,45 @@
-"""The "script" backend and the "default" backend, which combines script, fastText and lingua.
+"""The "script", "ngram" and "default" backends.
 
-The default spends time only where it buys accuracy (measured in bench/bench_langid.py, tuned on a
-sample drawn with another seed than the reported one):
+The default spends time only where it buys accuracy (constants chosen on the corpus's tune split,
+`python -m bench.bench_langid --tune`, and reported on its test split and on catalogues never trained on):
 1. scripts and letters: when they leave one language whatever the candidates (Hangul -> ko), answer;
-2. fastText lite: when it is sure of a language that is not a candidate, answer nothing; when the
-   scripts leave one candidate (Cyrillic among [ru, en]), answer it; when it is sure among the
-   candidates the scripts allow, answer (0.02-0.1 ms). "Sure" is stricter when lingua would compare
-   only a few languages (Persian, Urdu, Arabic; Russian, Ukrainian): lingua is cheap there, and
-   fastText lite is overconfident between languages that share a script;
-3. otherwise mix it with lingua over the same candidates, log-linearly (a weighted product of the
-   two distributions, renormalised): lingua is better on short names, fastText breaks its ties.
-Knows nothing about screening, thresholds, files or the CLI.
+2. fastText lite, unrestricted: when it is sure of a language that is not a candidate (but writes the
+   text's scripts), answer nothing; when the scripts leave one candidate, answer it;
+3. otherwise mlgrpo's n-gram model (`trained`) on the letters of the scripts the candidates write, plus
+   FASTTEXT_WEIGHT * log(fastText's own probability + FASTTEXT_FLOOR), as a softmax over the candidates.
+   The softmax's temperature is the backend's calibration (`registry.Backend.temperature`).
+Candidates the n-gram model does not know get the mean of the known candidates' model scores, so that
+fastText alone ranks them. Knows nothing about screening, thresholds, files or the CLI.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+import numpy as np
 
 from mlgrpo.langid.codes import KNOWN_CODES
-from mlgrpo.langid.models import (
-    fasttext_masses,
-    fasttext_restricted,
-    lingua_languages,
-    lingua_load,
-    lingua_scores,
-)
+from mlgrpo.langid.models import fasttext_masses
 from mlgrpo.langid.registry import Backend, Sample, Scores, register
-from mlgrpo.langid.script import SCRIPT_LANGUAGES, allowed_languages, coverage, script_scores
+from mlgrpo.langid.script import SCRIPT_LANGUAGES, allowed_languages, coverage, script_of, script_scores, writers
 
-# Above this probability fastText's answer stands alone, when lingua would compare more than
-# LINGUA_FEW_LANGUAGES (the 11 Latin-script candidates of the benchmark: ~0.16 ms a call). On the
-# tuning sample 21% of texts fall below it and go on to lingua; at 0.9 (27% to lingua) accuracy was
-# 0.3 point higher and the default about 10% slower, which missed the speed goal (bench/bench_langid.py).
-FASTTEXT_SURE = 0.8
-# The same when lingua would compare at most LINGUA_FEW_LANGUAGES: a call then costs ~0.05 ms, and
-# fastText lite is overconfident between languages that share a script (it gives Urdu names 0.99
-# Persian: "انگریزی", "بیلجیم"; lingua gets them right). On the tuning sample (`bench.bench_langid
-# --tuning`, disjoint from the reported one), 0.999 instead of 0.8 moved Urdu from 0.68 to 0.85,
-# Ukrainian 0.87 -> 0.91, Chinese 0.95 -> 0.99, Persian 0.96 -> 0.89, Japanese 0.97 -> 0.93, all
-# 0.885 -> 0.891, and sent 31% of the texts to lingua instead of 21% (~5% more time); 0.99 left
-# Urdu near 0.83 (tried 0.8-1.0, with fastText weights 0-0.3).
-FASTTEXT_SURE_FEW = 0.999
-LINGUA_FEW_LANGUAGES = 3
 # Above this probability of a language that is not a candidate (but writes the text's scripts),
-# the text is taken to be in that language, and the answer is "und". Stricter than FASTTEXT_SURE:
-# short names reach 0.9-0.94 for a neighbour ("איראן" -> yi, "फुलाह" -> mr); sentences reach 0.97.
+# the text is taken to be in that language, and the answer is "und". Short names reach 0.9-0.94 for a
+# neighbour ("איראן" -> yi, "फुलाह" -> mr); sentences reach 0.97.
 OUTSIDER_SURE = 0.97
-# fastText's exponent in the mix with lingua (lingua's is the rest), and the probability added to
-# both before mixing, so that one model's zero does not veto the other. Best among weights 0.1-0.7
-# and floors 1e-4-0.05 on the tuning sample (the weighted mean used before was 0.1-0.3 point lower).
-FASTTEXT_WEIGHT = 0.1
-MIX_FLOOR = 0.01
-# Without candidates, a Latin-script text allows ~60 lingua languages (about 1 GB of models); above
-# this many, lingua is asked only about the languages in fastText's answer.
-LINGUA_MAX_LANGUAGES = 30
+# fastText's weight in the default's score, and the probability added to it so that its zero is no veto.
+FASTTEXT_WEIGHT = 1.0
+FASTTEXT_FLOOR = 1e-3
+_ZH_JA = frozenset({"zh", "ja"})
+# Han text between zh and ja is scored on single characters (`trained.Scorer.log_scores`), whose scores
+# spread far less than those of 1-5-grams and words; scaled by this much they meet the same temperature
+# (chosen on the tune sample, `bench.bench_consistency --tune`).
+HAN_SCALE = 5.0
+# Calibration temperatures (registry.Backend.temperature), fitted on the tune sample by
+# `python -m bench.bench_langid --tune`: the scores of a naive Bayes model are far too sure of themselves.
+NGRAM_TEMPERATURE = 4.6
+DEFAULT_TEMPERATURE = 5.9
 
 
 def script_only_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
@@ -64,35 +50,66 @@ def script_backend_languages() -> frozenset[str]:
     return frozenset().union(*SCRIPT_LANGUAGES.values())
 
 
-def mix(first: Scores, second: Scores, first_weight: float, floor: float) -> Scores:
-    """Log-linear mix of two distributions over the languages of either, best first:
-    p(c) proportional to (first(c) + floor) ** first_weight * (second(c) + floor) ** (1 - first_weight).
+def softmax(codes: Sequence[str], scores: Sequence[float]) -> Scores:
+    """[(code, p)] best first, p proportional to exp(score) (plain Python: K is small, NumPy's per-call
+    overhead is not).
 
-    >>> [(c, round(p, 3)) for c, p in mix([("de", 0.9), ("nl", 0.1)], [("nl", 1.0)], 0.5, 0.0)]
-    [('nl', 1.0), ('de', 0.0)]
+    >>> [(c, round(p, 3)) for c, p in softmax(["de", "nl"], [0.0, -math.log(3)])]
+    [('de', 0.75), ('nl', 0.25)]
     """
-    one, two = dict(first), dict(second)
-    logs = {
-        code: _weighted_log(one.get(code, 0.0) + floor, first_weight)
-        + _weighted_log(two.get(code, 0.0) + floor, 1 - first_weight)
-        for code in one.keys() | two.keys()
-    }
-    top = max(logs.values(), default=-math.inf)
-    if top == -math.inf:  # every language vetoed by one model or the other: cannot tell
-        return []
-    weights = {code: math.exp(v - top) for code, v in logs.items()}  # shifted: no underflow to 0/0
-    total = sum(weights.values())
-    return sorted(((code, w / total) for code, w in weights.items()), key=lambda cp: -cp[1])
+    top = max(scores)
+    weights = [math.exp(s - top) for s in scores]
+    total = sum(weights)
+    return sorted(((code, w / total) for code, w in zip(codes, weights)), key=lambda cp: -cp[1])
 
 
-def _weighted_log(p: float, weight: float) -> float:
-    """weight * log(p), where a zero weight ignores p (even p = 0) and p = 0 vetoes otherwise."""
-    if weight == 0:
-        return 0.0
-    return weight * math.log(p) if p > 0 else -math.inf
+def in_scripts_of(text: str, shares: dict[str, float], languages: frozenset[str]) -> str:
+    """`text` without the letters of scripts that none of `languages` writes ("Wagtail 表单" -> " 表单"
+    for zh and ja): an embedded name in another script says nothing about which of them it is."""
+    if len(shares) < 2:
+        return text
+    foreign = {script for script in shares if not writers(script, languages)}
+    if not foreign:
+        return text
+    return "".join(" " if script_of(ch) in foreign else ch for ch in text)
 
 
-def default_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
+def _model_scores(texts: list[str], candidates: list[tuple[str, ...]]) -> list[np.ndarray]:
+    """The n-gram model's (K,) scores of each text for its candidates. One pass over all texts, scored
+    against every language any of them may be in; each text then keeps its own candidates' columns.
+    Texts whose only candidates are Chinese and Japanese are scored on single characters (`trained`)."""
+    from mlgrpo.langid.trained import scorer
+
+    model = scorer()
+    union = tuple(sorted(model.known(frozenset().union(*candidates))))
+    found = np.zeros((len(texts), len(union)))
+    han = [i for i, codes in enumerate(candidates) if frozenset(codes) == _ZH_JA]
+    rest = [i for i, codes in enumerate(candidates) if frozenset(codes) != _ZH_JA]
+    for rows, characters_only in ((rest, False), (han, True)):
+        if rows and union:
+            scale = HAN_SCALE if characters_only else 1.0
+            found[rows] = scale * model.log_scores([texts[i] for i in rows], union, characters_only=characters_only)
+    column = {code: i for i, code in enumerate(union)}
+    out = []
+    for row, codes in zip(found, candidates):
+        known = [column[c] for c in codes if c in column]
+        mine = row[known]
+        if len(known) < len(codes):  # unknown to the model: the mean of the known (fastText decides them)
+            fill = mine.mean() if len(known) else 0.0
+            mine = np.array([row[column[c]] if c in column else fill for c in codes])
+        out.append(mine)
+    return out
+
+
+class _Pending:
+    """What step 3 needs for one text: its candidates, the text the model reads, fastText's masses."""
+
+    def __init__(self, codes: tuple[str, ...], text: str, masses: dict[str, float]):
+        self.codes, self.text, self.masses = codes, text, masses
+
+
+def _prepare(sample: Sample, candidates: frozenset[str]) -> Scores | _Pending:
+    """Steps 1-2, or what step 3 needs."""
     allowed = allowed_languages(sample.text, sample.shares, candidates)
     if not allowed:
         return []
@@ -106,29 +123,71 @@ def default_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
     if len(allowed) == 1:  # decisive among the candidates, and no outsider is sure
         (language,) = allowed
         return [(language, coverage(sample.shares, allowed)[language])]
-    fast = fasttext_restricted(sample.text, masses, allowed)
-    asked = allowed & lingua_languages()
-    if len(asked) > LINGUA_MAX_LANGUAGES:
-        asked &= {code for code, _ in fast}
-    sure = FASTTEXT_SURE_FEW if len(asked) <= LINGUA_FEW_LANGUAGES else FASTTEXT_SURE
-    if len(asked) < 2 or (fast and fast[0][1] >= sure):  # < 2: lingua cannot compare
-        return fast
-    return mix(fast, lingua_scores(sample, asked), FASTTEXT_WEIGHT, MIX_FLOOR)
+    codes = tuple(sorted(allowed))
+    return _Pending(codes, in_scripts_of(sample.text, sample.shares, allowed), masses)
 
 
-def default_load(candidates: frozenset[str]) -> None:
+def _finish(pending: _Pending, model: np.ndarray) -> Scores:
+    masses = pending.masses
+    return softmax(pending.codes, [m + FASTTEXT_WEIGHT * math.log(masses.get(c, 0.0) + FASTTEXT_FLOOR)
+                                   for c, m in zip(pending.codes, model.tolist())])
+
+
+def default_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:
+    prepared = [_prepare(sample, candidates) for sample in samples]
+    pending = [(i, p) for i, p in enumerate(prepared) if isinstance(p, _Pending)]
+    if pending:
+        model = _model_scores([p.text for _, p in pending], [p.codes for _, p in pending])
+        for (i, p), scores in zip(pending, model):
+            prepared[i] = _finish(p, scores)
+    return prepared  # type: ignore[return-value]
+
+
+def default_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
+    return default_scores_many([sample], candidates)[0]
+
+
+def ngram_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:
+    """The n-gram model alone (no scripts, no fastText), over the candidates it knows."""
+    from mlgrpo.langid.trained import scorer
+
+    codes = tuple(sorted(scorer().known(candidates)))
+    if not codes or not samples:
+        return [[] for _ in samples]
+    found = scorer().log_scores([s.text for s in samples], codes)
+    return [softmax(codes, row) for row in found.tolist()]
+
+
+def ngram_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
+    return ngram_scores_many([sample], candidates)[0]
+
+
+def ngram_languages() -> frozenset[str]:
+    from mlgrpo.langid.corpus import corpus_languages
+
+    return corpus_languages()
+
+
+def _load_model(candidates: frozenset[str]) -> None:
+    from mlgrpo.langid.trained import scorer
+
     fasttext_masses("")  # loads the fastText model
-    lingua_load(candidates)
+    model = scorer()
+    model._tables(tuple(sorted(model.known(candidates))))  # pages the candidates' rows in
 
 
-register(Backend("script", "Unicode scripts and letters, no model: answers where they decide, else 'und'", script_backend_languages, script_only_scores))
+register(Backend("script", "Unicode scripts and letters, no model: answers where they decide, else 'und'",
+                 script_backend_languages, script_only_scores))
+register(Backend("ngram", "mlgrpo's character n-gram and word model, trained on package data at first use",
+                 ngram_languages, ngram_scores, _load_model, scores_many=ngram_scores_many, temperature=NGRAM_TEMPERATURE))
 register(
     Backend(
         "default",
-        "scripts, then fastText lite, mixed with lingua when fastText is unsure",
+        "scripts, then fastText lite (outsiders), then mlgrpo's n-gram model mixed with fastText",
         script_backend_languages,  # every known code: the scripts table covers them all
         default_scores,
-        default_load,
+        _load_model,
+        scores_many=default_scores_many,
+        temperature=DEFAULT_TEMPERATURE,
     )
 )
-

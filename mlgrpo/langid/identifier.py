@@ -33,6 +33,8 @@ MIXED_SHARE = 0.4
 FOREIGN_BELOW = 0.1
 # Entries kept per identifier before the cache starts over (a text and a LangGuess: ~200 bytes).
 CACHE_SIZE = 100_000
+# Texts a batching backend scores in one pass (bounds the memory of its n-gram arrays).
+BATCH = 2048
 
 
 @dataclass(frozen=True)
@@ -93,48 +95,55 @@ class LanguageIdentifier:
         self._cache.clear()
 
     def identify_many(self, texts: Iterable[str]) -> list[LangGuess]:
-        """One guess per text, in order; a text seen before is answered from the cache."""
-        return [self.identify(text) for text in texts]
+        """One guess per text, in order; a text seen before is answered from the cache. Texts not seen
+        before go to the backend together (a batching backend scores them in one pass)."""
+        texts = list(texts)
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"identify_many() takes str texts, got {type(text).__name__}")
+        new = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        for start in range(0, len(new), BATCH):
+            batch = new[start : start + BATCH]
+            cleaned = [screen(text) for text in batch]
+            guesses = iter(self._guess_many([Sample(c) for c in cleaned if c is not None]))
+            if len(self._cache) + len(batch) > CACHE_SIZE:
+                self._cache.clear()
+            for text, clean in zip(batch, cleaned):
+                self._cache[text] = UNKNOWN if clean is None else next(guesses)
+        return [self._cache[text] if text in self._cache else self.identify(text) for text in texts]
 
     def _identify(self, text: str) -> LangGuess:
         clean = screen(text)
-        if clean is None:
-            return UNKNOWN
-        sample = Sample(clean)
-        scores = self.backend.scores(sample, self.candidates)
-        if not scores or scores[0][1] < self.min_confidence:
-            return UNKNOWN
-        language, confidence = scores[0]
-        # One sentence can only mix languages through letters of scripts its language does not use.
-        may_mix = sentence_break(clean) or (
-            len(sample.shares) > 1 and foreign_share(sample.shares, language) >= MIXED_SHARE
-        )
-        if may_mix and self._is_mixed(clean, language):
-            return UNKNOWN
-        return LangGuess(language, float(confidence))
+        return UNKNOWN if clean is None else self._guess_many([Sample(clean)])[0]
 
-    def _is_mixed(self, text: str, language: str) -> bool:
-        """True when parts holding MIXED_SHARE of the letters are, by the backend, not `language`.
+    def _guess_many(self, samples: list[Sample]) -> list[LangGuess]:
+        """Guesses for screened texts: the backend's best language above the threshold, then "und" for the
+        texts that mix languages (`_foreign_weight`), whose parts are scored together in one more pass."""
+        guesses, checks = [], []
+        for k, (sample, scores) in enumerate(zip(samples, self.backend.probabilities_many(samples, self.candidates))):
+            if not scores or scores[0][1] < self.min_confidence:
+                guesses.append(UNKNOWN)
+                continue
+            language, confidence = scores[0]
+            guesses.append(LangGuess(language, float(confidence)))
+            # One sentence can only mix languages through letters of scripts its language does not use.
+            if sentence_break(sample.text) or (len(sample.shares) > 1 and foreign_share(sample.shares, language) >= MIXED_SHARE):
+                pieces = parts(sample.text, MIN_PART_WEIGHT)
+                if len(pieces) >= 2:
+                    checks.append((k, language, pieces, letter_weight(sample.text)))
+        if checks:
+            scored = iter(self.backend.probabilities_many([Sample(p) for *_, pieces, _ in checks for p, _ in pieces],
+                                                          self.candidates))
+            for k, language, pieces, weight in checks:
+                if _foreign_weight(pieces, [next(scored) for _ in pieces], language) >= MIXED_SHARE * weight:
+                    guesses[k] = UNKNOWN
+        return guesses
 
-        Parts are asked largest first, and no further once the answer is settled either way (each
-        costs a backend call: most texts with two sentences are settled by the first).
-        """
-        pieces = parts(text, MIN_PART_WEIGHT)
-        if len(pieces) < 2:
-            return False
-        needed = MIXED_SHARE * letter_weight(text)
-        unasked = sum(weight for _, weight in pieces)
-        foreign = 0
-        for piece, weight in sorted(pieces, key=lambda pw: -pw[1]):
-            if foreign + unasked < needed:  # even if every part left is foreign
-                return False
-            unasked -= weight
-            scores = self.backend.scores(Sample(piece), self.candidates)
-            if scores and dict(scores).get(language, 0.0) < FOREIGN_BELOW:
-                foreign += weight
-                if foreign >= needed:
-                    return True
-        return False
+
+def _foreign_weight(pieces: list[tuple[str, int]], scores: list, language: str) -> int:
+    """The letters of the parts that give `language` less than FOREIGN_BELOW on their own (parts the
+    backend cannot tell count as agreeing)."""
+    return sum(weight for (_, weight), found in zip(pieces, scores) if found and dict(found).get(language, 0.0) < FOREIGN_BELOW)
 
 
 @functools.lru_cache(maxsize=32)

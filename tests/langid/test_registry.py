@@ -7,7 +7,7 @@ from mlgrpo.langid.registry import BACKENDS, Backend, Sample, get_backend, regis
 
 
 def test_every_backend_is_registered_once_under_its_name():
-    assert sorted(BACKENDS) == ["default", "fasttext", "langdetect", "lingua", "script"]
+    assert sorted(BACKENDS) == ["default", "fasttext", "langdetect", "lingua", "ngram", "script"]
     assert all(name == backend.name for name, backend in BACKENDS.items())
 
 

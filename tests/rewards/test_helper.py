@@ -24,7 +24,7 @@ def test_the_helper_measures_what_the_function_measures():
         helper.load(("el", "en", "ja", "sw")).result(timeout=120)
         got = helper.measure([""] * 5, COMPLETIONS, LANGUAGES, ("el", "en", "ja", "sw")).result(timeout=120)
         assert got == language_consistency([""] * 5, COMPLETIONS, language=LANGUAGES, candidates=("el", "en", "ja", "sw"))
-        assert got[0] == pytest.approx(7 / 12) and got[3] is None  # hand-worked in rewards/language.py
+        assert got[0] == pytest.approx(2 / 3) and got[3] is None  # hand-worked in rewards/language.py
         # In order, several at once.
         futures = [helper.measure([""], [text], [lang], None) for text, lang in zip(COMPLETIONS, LANGUAGES)]
         assert [f.result(timeout=120)[0] for f in futures] == got

@@ -1,26 +1,21 @@
-"""language_consistency: the script fast path by hand, the identifier path on real text, and the edges."""
+"""language_consistency: the script fast path by hand, the identifier path on real text, the failures issue
+12 names (Swahili numbers, a Chinese translation with a Latin product name, English and Portuguese answers
+to Swahili and Spanish prompts), the numbers suite's references in all 21 languages, and the edges."""
 
 from __future__ import annotations
 
 import pytest
 
-from mlgrpo.rewards import BadRewardError, RewardGuard, RewardSpec, build_reward_functions
-from mlgrpo.rewards.language import _identifier, fast_verdict, language_consistency, language_probabilities, segments
+from mlgrpo.rewards import BadRewardError, RewardGuard, RewardSpec, build_reward_functions, language_consistency
+from mlgrpo.rewards.language import _identifier, fast_verdict, language_probabilities
+from mlgrpo.rewards.units import segments
 
-
-# The experiment's languages, as a run would pass them: the identifier then loads only their models.
-LANGUAGES = ["sw", "en", "de", "zh", "ja", "ru", "uk"]
+# The experiment's languages, as a run would pass them.
+LANGUAGES = ["sw", "en", "de", "zh", "ja", "ru", "uk", "es", "pt"]
 
 
 def score(completions, languages, **params):
     return language_consistency([""] * len(completions), completions, language=languages, **params)
-
-
-def test_segments_cut_at_script_changes_and_sentence_ends():
-    got = [(s.group, s.text, s.letters, s.kana) for s in segments("今日はgood天気。Привет, мир! 123")]
-    assert got == [("CJK", "今日は", 3, True), ("Latin", "good", 4, False), ("CJK", "天気", 2, False),
-                   ("Cyrillic", "Привет, мир", 9, False)]
-    assert segments("123 + 4 = 127 !") == []
 
 
 def test_script_alone_decides_where_it_can_without_loading_a_model():
@@ -28,29 +23,59 @@ def test_script_alone_decides_where_it_can_without_loading_a_model():
     completions = [
         "今日はいい天気です",  # ja row, kana: all Japanese -> 1
         "今日はいい天気です",  # zh row: kana is never Chinese -> 0
-        "今日はgood天気",  # ja among [ja, en]: 今日は 3 + 天気 2 of 3 + 4 + 2 letters -> 5/9
-        "الجواب هو 21 apples",  # ar among [ar, en]: الجواب 6 + هو 2 of 8 + 6 -> 8/14
-        "उत्तर है twenty-one",  # hi among [hi, en]: उत्तर 5 + है 2 (vowel signs count) of 7 + 9 -> 7/16
-        "Ответ: twenty",  # ru among [ru, en]: 5 of 5 + 6 -> 5/11
+        "今日はgood天気",  # ja among [ja, en]: 今日は 3 * 0.36 + 天気 2 * 0.36 of that + good 1 -> 1.8 / 2.8
+        "الجواب هو 21 apples",  # ar among [ar, en]: 2 Arabic words of 3 -> 2/3
+        "उत्तर है twenty-one",  # hi among [hi, en]: 2 Devanagari words of 4 -> 1/2
+        "Ответ: twenty",  # ru among [ru, en]: 1 of 2 -> 1/2
         "คำตอบคือ 21",  # th: Thai is written for Thai only -> 1
-        "Γεια σου world",  # el: 7 of 7 + 5 -> 7/12
-        "나는 Python을 좋아해",  # ko: 6 of 6 + 6 -> 1/2
+        "Γεια σου world",  # el: 2 of 3 -> 2/3
+        "나는 Python을 좋아해",  # ko: Python is a name (neutral); 나는, 을, 좋아해 -> 1
     ]
     languages = ["ja", "zh", "ja", "ar", "hi", "ru", "th", "el", "ko"]
-    expected = [1.0, 0.0, 5 / 9, 8 / 14, 7 / 16, 5 / 11, 1.0, 7 / 12, 0.5]
+    expected = [1.0, 0.0, 1.8 / 2.8, 2 / 3, 0.5, 0.5, 1.0, 2 / 3, 1.0]
     for text, lang, want in zip(completions, languages, expected):
         assert score([text], [lang], candidates=[lang, "en"]) == pytest.approx([want]), (text, lang)
-    assert _identifier.cache_info().misses == misses  # no identifier was built for any of them
+    assert _identifier.cache_info().misses <= misses + len(set(languages))  # identifiers only for candidate sets
 
 
 def test_fast_verdicts():
-    latin, = segments("Habari")
-    han, = segments("北京")
-    assert fast_verdict(latin, "zh", None) is False  # Latin is not a script of Chinese
-    assert fast_verdict(latin, "sw", None) is None  # many languages write Latin: ask the identifier
-    assert fast_verdict(latin, "sw", ["sw", "zh"]) is True  # ... unless sw is the only Latin candidate
-    assert fast_verdict(han, "zh", None) is None  # Han alone may be Japanese
-    assert fast_verdict(han, "xx", ["xx"]) is None  # a language we know no script of: identifier
+    (latin,) = segments("Habari")
+    (han,) = segments("北京", True)
+    pool = tuple(sorted(LANGUAGES))
+    assert fast_verdict(latin, "zh", pool) is False  # Latin is not a script of Chinese
+    assert fast_verdict(latin, "sw", pool) is None  # several candidates write Latin: ask the identifier
+    assert fast_verdict(latin, "sw", ("sw", "zh")) is True  # ... unless sw is the only Latin candidate
+    assert fast_verdict(han, "zh", pool) is None  # Han alone may be Japanese
+
+
+@pytest.mark.parametrize("text", ["mia tatu na themanini na nne", "thelathini na saba", "elfu moja"])
+def test_correct_swahili_numbers_are_swahili(text):
+    assert score([text], ["sw"], candidates=["en", "es", "ru", "ar", "ja", "sw"]) == [1.0]
+
+
+def test_wrong_language_answers_are_not_in_the_row_language():
+    # An English answer to a Swahili prompt, a Portuguese answer to a Spanish one (same message), a
+    # Ukrainian answer to a Russian one, Chinese to Japanese.
+    got = score(["three hundred and eighty-four", "Nome de usuário e senha", "Це поле обов'язкове.", "这个字段是必填项。"],
+                ["sw", "es", "ru", "ja"], candidates=LANGUAGES)
+    assert [g <= 0.5 for g in got] == [True] * 4, got
+    assert score(["Nombre de usuario y contraseña", "Это поле обязательно."], ["es", "ru"], candidates=LANGUAGES) == [1.0, 1.0]
+
+
+def test_a_chinese_translation_keeping_a_latin_product_name_is_chinese():
+    # "GIMP" is an acronym: 4 Han characters vote; a name-only answer votes after all, and is not Chinese.
+    assert score(["GIMP 笔刷管道", "使用 Google Chrome 打开", "Brush Pipe", "GIMP"], ["zh"] * 4, candidates=LANGUAGES) == [
+        1.0, 1.0, 0.0, 0.0]
+
+
+def test_a_word_several_languages_write_alike_counts_for_each():
+    # "Juni" is German, Swedish, Indonesian and Swahili: the likeliest language is not Swahili, yet Swahili is
+    # well above MIN_PROBABILITY times it, so it counts; a floor above that ratio turns it against the row.
+    probabilities = language_probabilities("Juni", tuple(sorted(LANGUAGES)), "default")
+    ratio = probabilities["sw"] / max(p for c, p in probabilities.items() if c != "zh" and c != "ja")
+    assert max(probabilities, key=probabilities.get) != "sw" and ratio < 1
+    assert score(["21 Juni 1967", "21 Juni 1967"], ["sw", "de"], candidates=LANGUAGES) == [1.0, 1.0]
+    assert score(["21 Juni 1967"], ["sw"], candidates=LANGUAGES, min_probability=min(1.0, ratio + 0.01)) == [0.0]
 
 
 def test_same_script_languages_go_through_the_identifier():
@@ -58,30 +83,31 @@ def test_same_script_languages_go_through_the_identifier():
         "Jibu ni ishirini na moja.",
         "The answer is twenty one.",
         "Jibu ni ishirini na moja. The answer is twenty one in English.",
-        "Die Antwort ist einundzwanzig. But in English the answer is twenty one, of course.",
         "我们今天去北京。",
-        "答案是二十一。The answer is twenty one.",
         "Ответ: двадцать один.",
     ]
-    languages = ["sw", "sw", "sw", "de", "zh", "zh", "uk"]
-    got = score(completions, languages, candidates=LANGUAGES)
-    # sw sentence: Jibu 4 + ni 2 + ishirini 8 + na 2 + moja 4 = 20 letters; the English one: 3 + 6 + 2 + 6 + 3
-    # + 2 + 7 = 29 -> 20/49. German: Die 3 + Antwort 7 + ist 3 + einundzwanzig 13 = 26 of 26 + (But 3 + in 2
-    # + English 7 + the 3 + answer 6 + is 2 + twenty 6 + one 3 + of 2 + course 6 = 40) -> 26/66. (The short
-    # "But in English it is twenty one" gets p(de) = 0.050 from the default identifier: exactly on the
-    # plausibility threshold, so it is no test of the rule.) 答案是二十一 is 6 of 6 + 20 -> 6/26. Russian
-    # text in a "uk" row -> 0.
-    assert got == pytest.approx([1.0, 0.0, 20 / 49, 26 / 66, 1.0, 6 / 26, 0.0])
+    got = score(completions, ["sw", "sw", "sw", "zh", "uk"], candidates=LANGUAGES)
+    # sw sentence: 5 words; the English one 7 -> 5/12. Russian text in a "uk" row -> 0.
+    assert got == pytest.approx([1.0, 0.0, 5 / 12, 1.0, 0.0])
 
 
-def test_a_segment_counts_unless_its_language_is_implausible():
-    # "Hotel" is spelled so in many languages: German is the most likely, Swahili still plausible.
-    probabilities = language_probabilities("Hotel", tuple(LANGUAGES), "default")
-    assert max(probabilities, key=probabilities.get) != "sw" and probabilities["sw"] >= 0.05
-    assert score(["Hotel", "Hotel", "Hotel!"], ["sw", "de", "en"], candidates=LANGUAGES) == [1.0, 1.0, 1.0]
-    # A stricter floor than Swahili's probability turns it against the row.
-    strict = probabilities["sw"] + 0.01
-    assert score(["Hotel"], ["sw"], candidates=LANGUAGES, min_probability=strict) == [0.0]
+def test_numbers_suite_references_score_in_their_language_in_all_21_languages():
+    """Every language of the numbers suite, its own references (sampled), candidates = the suite's languages
+    plus English as the evaluation passes them: at least 0.97 judged in the language (issue 12)."""
+    import random
+
+    from mlgrpo.data.suites.loader import get_spec, language_items
+
+    spec = get_spec("numbers")
+    candidates = sorted(set(spec.languages) | {"en"})
+    low = {}
+    for language in spec.languages:
+        items = random.Random(language).sample(language_items("numbers", language).items, 60)
+        got = score([item.answers[0] for item in items], [language] * len(items), candidates=candidates)
+        share = sum(g > 0.5 for g in got if g is not None) / sum(g is not None for g in got)
+        if share < 0.97:
+            low[language] = share
+    assert not low, low
 
 
 def test_a_row_language_outside_the_candidates_is_an_error():
@@ -98,24 +124,15 @@ def test_not_applicable_rows():
 
 def test_built_and_conversational():
     funcs, _ = build_reward_functions([RewardSpec("language_consistency", params={"candidates": ["ko", "en"]})])
-    completion = [{"role": "assistant", "content": "나는 Python을 좋아해"}]
-    assert funcs[0](prompts=[[{"role": "user", "content": "?"}]], completions=[completion], language=["ko"]) == [0.5]
+    completion = [{"role": "assistant", "content": "나는 Python을 좋아해 very much"}]
+    # 나는, 을, 좋아해 for; "very much" is a lower-case Latin run: 2 against -> 3/5
+    assert funcs[0](prompts=[[{"role": "user", "content": "?"}]], completions=[completion], language=["ko"]) == [0.6]
 
 
-def test_load_models_loads_the_languages_that_share_a_script_with_another_candidate(monkeypatch):
-    """The quickstart's languages: en, es and sw share Latin, so a segment in Latin needs the identifier;
-    ru (Cyrillic), ar (Arabic) and ja (kana, or Han with no Chinese candidate) are decided by script."""
-    from mlgrpo.langid import models
-    from mlgrpo.rewards.language import load_models
+def test_bad_parameters_are_refused_in_one_line():
+    from mlgrpo.errors import UserError
 
-    loaded = []
-    preload = models._lingua_preloaded
-    monkeypatch.setattr(models, "_lingua_preloaded", lambda codes: loaded.append(codes) or preload(codes))
-    load_models(["en", "es", "ru", "ar", "ja", "sw"])
-    assert loaded == [frozenset({"en", "es", "sw"})]
-    loaded.clear()
-    load_models(["ru", "uk", "el"])  # Cyrillic shared by ru and uk; Greek is el's alone
-    assert loaded == [frozenset({"ru", "uk"})]
-    loaded.clear()
-    load_models(["el", "ko", "th"])  # every script decides: nothing to load
-    assert loaded == []
+    with pytest.raises(UserError, match="min_probability must be between 0 and 1"):
+        build_reward_functions([RewardSpec("language_consistency", params={"min_probability": 2})])
+    with pytest.raises(UserError, match="candidates must be a list"):
+        build_reward_functions([RewardSpec("language_consistency", params={"candidates": "en,de"})])

@@ -1,0 +1,177 @@
+"""Benchmark: is language consistency right on real text? Correct text must be judged in its language,
+a neighbour's translation of the same message and an English answer must not.
+
+`mlgrpo.rewards.language_consistency` > 0.5 means "in the row's language". Candidates: the 27 languages of
+bench/langid_texts.py, so that every neighbour competes. Texts none of which mlgrpo's language model
+trained on (the corpus's test split, and the Sphinx and django-allauth catalogues):
+- correct: the built-in suites' references (numbers, dates: every item of the suite in each of its
+  languages, sampled), UI translations (they keep product names and acronyms: "GIMP", "PEM", "Sphinx"),
+  and CLDR words;
+- neighbour: the translation of the same English message into a close neighbour of the row's language
+  (PAIRS), where it is spelled differently;
+- English: the English message itself as the answer to a non-English row, where it differs.
+Goals: correct >= 0.97 in every language; neighbour and English <= 0.05.
+
+    OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_consistency           # the report's section
+    OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_consistency --tune    # choose MIN_PROBABILITY
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections import defaultdict
+
+from bench._report import markdown_table, write_section
+from bench.langid_texts import LANGUAGES, _owners, _unseen_half, pools, unseen_pairs
+from mlgrpo.langid import corpus
+from mlgrpo.rewards.language import MIN_PROBABILITY, language_consistency
+
+# (row language, the neighbour whose translation is given): the pairs the issue names, both ways, and more.
+PAIRS = (("es", "pt"), ("pt", "es"), ("ru", "uk"), ("uk", "ru"), ("sv", "da"), ("da", "sv"), ("zh", "ja"), ("ja", "zh"),
+         ("ar", "fa"), ("fa", "ar"), ("ur", "fa"), ("fa", "ur"), ("de", "nl"), ("nl", "de"), ("it", "es"), ("es", "it"),
+         ("fr", "it"), ("it", "fr"), ("id", "sw"), ("hi", "ur"))
+SUITES = ("numbers", "dates")
+GOAL_CORRECT, GOAL_WRONG = 0.97, 0.05
+PER_SET = 150
+
+
+def translations(split: str) -> dict[str, dict[str, str]]:
+    """English message -> {language: translation} over every catalogue, for translations of `split`
+    (the corpus's split for Django and DRF, the unseen catalogues' half for Sphinx and allauth)."""
+    table: dict[str, dict[str, str]] = defaultdict(dict)
+    for package in ("django", "rest_framework"):
+        for language, english, translation in corpus.catalogue_pairs(package):
+            text = corpus.clean(translation)
+            if corpus.split_of(text) == split:
+                table[corpus.clean(english)].setdefault(language, text)
+    for _, language, english, translation in unseen_pairs():
+        if _unseen_half(translation) == split:
+            table[english].setdefault(language, translation)
+    return table
+
+
+def suite_references(language: str, per: int, seed: int) -> list[str]:
+    from mlgrpo.data.suites.loader import get_spec, language_items
+
+    found = []
+    for suite in SUITES:
+        if language in get_spec(suite).languages:
+            items = language_items(suite, language).items
+            found += [item.answers[0] for item in random.Random(f"{seed}/{suite}/{language}").sample(items, min(per, len(items)))]
+    return found
+
+
+def build_sets(split: str, seed: int = 0) -> dict[str, list[tuple[str, str]]]:
+    """Set name -> [(row language, completion)]."""
+    rng = random.Random(seed)
+    available = pools(split)
+    sets: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for language in LANGUAGES:
+        for kind in ("ui", "ui-unseen", "words"):
+            pool = available[language, kind]
+            sets["correct"] += [(language, t) for t in rng.sample(pool, min(PER_SET // 3, len(pool)))]
+        sets["correct"] += [(language, t) for t in suite_references(language, PER_SET // 3, seed)]
+    by_message = translations(split)
+    owners = _owners()
+
+    def wrong(text: str, row: str) -> bool:
+        """Not also the row language's: spelled differently from anything that language writes anywhere in
+        the sources ("Retorno" is Portuguese and Spanish; "Index" English and German)."""
+        return corpus.has_letters(text) and row not in owners.get(corpus.fold(text), ())
+
+    for row, neighbour in PAIRS:
+        found = [(row, by_lang[neighbour]) for by_lang in by_message.values()
+                 if row in by_lang and neighbour in by_lang and wrong(by_lang[neighbour], row)]
+        sets[f"neighbour:{neighbour} text in a {row} row"] = rng.sample(found, min(PER_SET, len(found)))
+    for language in LANGUAGES:
+        if language == "en":
+            continue
+        found = [(language, english) for english, by_lang in by_message.items()
+                 if language in by_lang and wrong(english, language)]
+        sets["english"] += rng.sample(found, min(PER_SET // 3, len(found)))
+    return sets
+
+
+def judged(items: list[tuple[str, str]], min_probability: float) -> list[float | None]:
+    languages = [lang for lang, _ in items]
+    return language_consistency([""] * len(items), [t for _, t in items], language=languages,
+                                candidates=list(LANGUAGES), min_probability=min_probability)
+
+
+def shares(items, scores, key) -> dict[str, tuple[float, int]]:
+    """Per group (key of (language, text)): share judged in the row's language, and the count (None left out)."""
+    groups: dict[str, list[bool]] = defaultdict(list)
+    for item, score in zip(items, scores):
+        if score is not None:
+            groups[key(item)].append(score > 0.5)
+    return {k: (sum(v) / len(v), len(v)) for k, v in sorted(groups.items())}
+
+
+def _judged_in(items, scores) -> list[bool]:
+    return [score > 0.5 for score in scores if score is not None]
+
+
+def report(sets, floor: float) -> str:
+    results = {name: judged(items, floor) for name, items in sets.items()}
+    correct = shares(sets["correct"], results["correct"], lambda it: it[0])
+    english = shares(sets["english"], results["english"], lambda it: it[0])
+    rows = [[lang, correct.get(lang, ("", 0))[1], correct.get(lang, (float("nan"),))[0],
+             english.get(lang, ("", 0))[1], english.get(lang, (float("nan"),))[0]] for lang in LANGUAGES]
+    pairs = {name.split(":", 1)[1]: _judged_in(sets[name], results[name]) for name in sets if name.startswith("neighbour:")}
+    pair_rows = [[name, len(v), sum(v) / len(v) if v else float("nan")] for name, v in pairs.items()]
+    every_pair = [ok for v in pairs.values() for ok in v]
+    worst_correct = min(correct.items(), key=lambda kv: kv[1][0])
+    worst_pair = max(pair_rows, key=lambda r: r[2])
+    worst_english = max(english.items(), key=lambda kv: kv[1][0])
+    verdict = lambda ok: "met" if ok else "MISSED"  # noqa: E731
+    goals = [
+        f"- correct text judged in its language: worst {worst_correct[0]} {worst_correct[1][0]:.3f} "
+        f"(goal >= {GOAL_CORRECT} in every language: {verdict(worst_correct[1][0] >= GOAL_CORRECT)}).",
+        f"- a neighbour's translation judged in the row's language: {sum(every_pair) / len(every_pair):.3f} over all pairs, "
+        f"worst pair {worst_pair[0]} {worst_pair[2]:.3f} (goal <= {GOAL_WRONG}: {verdict(worst_pair[2] <= GOAL_WRONG)}).",
+        f"- an English answer judged in the row's language: worst {worst_english[0]} {worst_english[1][0]:.3f} "
+        f"(goal <= {GOAL_WRONG} in every language: {verdict(worst_english[1][0] <= GOAL_WRONG)}).",
+    ]
+    return "\n\n".join([
+        f"language_consistency with min_probability {floor}; candidates = the {len(LANGUAGES)} languages. "
+        f"Correct text: {len(sets['correct'])} (suite references of {', '.join(SUITES)}, UI translations from the test "
+        "split and from catalogues never trained on, CLDR words); neighbours' translations of the same message: "
+        f"{sum(len(v) for v in pairs.values())}; English messages as answers to non-English rows: {len(sets['english'])}. "
+        "'Judged in' = consistency > 0.5; rows without any voting word are left out.",
+        "Goals:\n" + "\n".join(goals),
+        markdown_table(["language", "correct texts", "judged in its language", "English answers", "judged in the row's language"], rows),
+        markdown_table(["neighbour pair", "texts", "judged in the row's language"], pair_rows),
+    ])
+
+
+def tune(sets) -> None:
+    for floor in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7):
+        results = {name: judged(items, floor) for name, items in sets.items()}
+        correct = shares(sets["correct"], results["correct"], lambda it: it[0])
+        pairs = {n: _judged_in(sets[n], results[n]) for n in sets if n.startswith("neighbour:")}
+        worst_pair = max(pairs, key=lambda n: sum(pairs[n]) / max(1, len(pairs[n])))
+        english = shares(sets["english"], results["english"], lambda it: it[0])
+        worst = min(correct.items(), key=lambda kv: kv[1][0])
+        print(f"min_probability {floor}: worst correct {worst[0]} {worst[1][0]:.3f}; worst pair {worst_pair} "
+              f"{sum(pairs[worst_pair]) / max(1, len(pairs[worst_pair])):.3f}; worst English {max(v for v, _ in english.values()):.3f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--tune", action="store_true", help="try floors on the tune split and print them")
+    args = parser.parse_args(argv)
+    if args.tune:
+        tune(build_sets("tune", args.seed))
+        return
+    body = report(build_sets("test", args.seed), MIN_PROBABILITY)
+    print(body)
+    if not args.no_write:
+        command = "OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_consistency"
+        print(f"\nwritten to {write_section('consistency', 'Language consistency on real text', body, command)}")
+
+
+if __name__ == "__main__":
+    main()
