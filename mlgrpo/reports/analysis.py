@@ -237,13 +237,50 @@ def cost_table(comp: Comparison) -> pd.DataFrame:
     return frame
 
 
+EFFECTIVE = "effective."  # params of what each arm trains with, defaults included (experiments/effective.py)
+
+
 def differences_table(comp: Comparison) -> pd.DataFrame:
-    """The settings (params) whose value differs between arms, one column per arm (its first seed's run)."""
+    """The settings whose value differs between arms, one column per arm (its first seed's run).
+
+    Runs that carry effective.* params are compared on those: what each arm trains with, defaults included
+    (PPO's critic, where the KL acts, the update schedule, TRL's own defaults). Older runs: every param."""
     first = {arm: next(iter(comp.runs[arm].values())) for arm in comp.arms if comp.runs[arm]}
     keys = sorted({k for run in first.values() for k in run.params})
+    effective = [k for k in keys if k.startswith(EFFECTIVE)]
+    if effective:  # a setting one arm has as a whole ("critic": "none") and another in parts: shown by part
+        parents = {k.rsplit(".", i)[0] for k in effective for i in range(1, k.count("."))}
+        keys = [k for k in effective if k not in parents]
     rows = []
     for key in keys:
-        values = {arm: run.params.get(key, "(not set)") for arm, run in first.items()}
+        values = {arm: _param(run.params, key) for arm, run in first.items()}
         if len(set(values.values())) > 1:
-            rows.append({"setting": key, **values})
+            rows.append({"setting": key.removeprefix(EFFECTIVE), **values})
     return pd.DataFrame(rows, columns=["setting", *first])
+
+
+def _param(params: dict[str, str], key: str) -> str:
+    """The value at `key`, or the whole value of the nearest enclosing key ("none" for critic.learning_rate)."""
+    while key not in params and "." in key.removeprefix(EFFECTIVE):
+        key = key.rsplit(".", 1)[0]
+    return params.get(key, "(not set)")
+
+
+def schedule_lines(comp: Comparison) -> list[str]:
+    """One line per arm: its update schedule and where its KL acts (from the effective.* params)."""
+    out = []
+    for arm in comp.arms:
+        if not comp.runs[arm]:
+            continue
+        p = next(iter(comp.runs[arm].values())).params
+        if EFFECTIVE + "update.minibatches" not in p:
+            continue
+        u = {k.removeprefix(EFFECTIVE + "update."): v for k, v in p.items() if k.startswith(EFFECTIVE + "update.")}
+        kl = p.get(EFFECTIVE + "kl")
+        kl = kl if kl is not None else (f"{p.get(EFFECTIVE + 'kl.coef')} x {p.get(EFFECTIVE + 'kl.estimator')} in the "
+                                        f"{p.get(EFFECTIVE + 'kl.placement')}")
+        out.append(f"{arm}: rollouts of {u['rollout_completions']} completions ({u['rollout_prompts']} prompts), "
+                   f"{u['minibatches']} minibatches of {u['minibatch_completions']} completions, {u['epochs']} "
+                   f"epoch(s): {u['steps_per_rollout']} optimiser steps per rollout (policy ratio {u['policy_ratio']}); "
+                   f"KL {kl}")
+    return out

@@ -156,6 +156,7 @@ def _setup(comp: Comparison) -> list[str]:
                      if (k == "model.policy" or k.endswith((".path", ".classifier", "reward_model", ".tokenizer")))
                      and v not in ("null", "")})
     out.append("Models and code the configuration names (mlgrpo imports no code by path): " + "; ".join(loaded))
+    out += [f"Update schedule and KL, {line}" for line in analysis.schedule_lines(comp)]
     for path, value in sorted(comp.run_list()[0].artifacts.items()):
         if path.endswith("languages.json") and isinstance(value, dict) and isinstance(value.get("languages"), dict):
             counts = value["languages"]

@@ -25,7 +25,8 @@ LANGUAGE_CURVES = (("train/reward", "reward (train)"), ("eval/reward/total", "he
                    ("eval/exact_match", "held-out exact match"))
 SCALAR_CURVES = (("train/kl", "KL to the reference (train)"), ("eval/kl_ref/macro", "KL to the initial policy (held-out)"),
                  ("train/entropy", "entropy"), ("train/clip_ratio/region_mean", "clip fraction"),
-                 ("train/ppo/value_loss", "PPO value loss"), ("train/loss", "loss"))
+                 ("train/ppo/value_clipfrac", "PPO value clip fraction"), ("train/ppo/value_loss", "PPO value loss"),
+                 ("train/loss", "loss"))
 
 
 def smoothing_window(steps: int) -> int:
