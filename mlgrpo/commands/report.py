@@ -18,9 +18,10 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "report", help="write the comparison report (HTML, Markdown, PNG, CSV) of an experiment from MLflow",
         description="Read every run of an experiment from MLflow and write report.html (self-contained), "
-        "report.md, figures as PNG, tables as CSV and a blind A/B sheet for human evaluation: setup, curves "
-        "per language, final metrics with 95% bootstrap CIs, paired tests (Holm-corrected), stability, "
-        "convergence, cost, sample outputs side by side, and conclusions drawn only from the statistics.")
+        "report.md, figures as PNG, tables as CSV and a blind A/B sheet for human evaluation. It opens on the "
+        "answer: each arm against the baseline per language and macro / worst / gap, as a forest plot, a table "
+        "coloured by verdict and the verdict in words; then setup, curves, final metrics, stability, convergence, "
+        "cost and sample outputs side by side.")
     parser.add_argument("experiment", help="an experiment YAML file, or the name of an MLflow experiment")
     parser.add_argument("--tracking-uri", help="MLflow tracking URI (default: tracking.uri in the file, then "
                         "MLFLOW_TRACKING_URI, then sqlite:///mlflow.db in the working directory)")
@@ -28,8 +29,9 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=handle)
 
 
-def resolve_source(source: str, tracking_uri: str | None) -> tuple[str, str]:
-    """(tracking URI, MLflow experiment name) for a YAML file or an experiment name."""
+def resolve_source(source: str, tracking_uri: str | None):
+    """(tracking URI, MLflow experiment name, report settings) for a YAML file (its `report:` section, so
+    that a changed threshold needs no re-run) or an experiment name (None: the settings the run logged)."""
     from mlgrpo.tracking import resolve_tracking_uri
 
     path = Path(source)
@@ -39,8 +41,9 @@ def resolve_source(source: str, tracking_uri: str | None) -> tuple[str, str]:
         from mlgrpo.experiments import load_experiment
 
         experiment = load_experiment(str(path))
-        return resolve_tracking_uri(tracking_uri, experiment.tracking.uri), experiment.tracking_experiment
-    return resolve_tracking_uri(tracking_uri, None), source
+        return (resolve_tracking_uri(tracking_uri, experiment.tracking.uri), experiment.tracking_experiment,
+                experiment.report)
+    return resolve_tracking_uri(tracking_uri, None), source, None
 
 
 def _require_store(uri: str) -> None:
@@ -56,13 +59,14 @@ def _require_store(uri: str) -> None:
 def handle(args) -> int:
     from mlgrpo.reports.build import write_report
 
-    uri, name = resolve_source(args.experiment, args.tracking_uri)
+    uri, name, settings = resolve_source(args.experiment, args.tracking_uri)
     _require_store(uri)
-    files = write_report(uri, name, out=args.out,
+    files = write_report(uri, name, out=args.out, settings=settings,
                          progress=lambda message: print(f"report: {message}", file=sys.stderr, flush=True))
     print(f"report written to {files.folder}/", file=sys.stderr)
     print(f"  {files.html}\n  {files.markdown}\n  {len(files.tables)} tables (CSV), {len(files.figures)} figures (PNG)",
           file=sys.stderr)
     if files.blind_sheet:
-        print(f"  blind A/B sheet {files.blind_sheet} (key kept apart in {files.blind_key})", file=sys.stderr)
+        print(f"  blind A/B sheet for raters {files.blind_sheet}; its key, kept out of the report folder: "
+              f"{files.blind_key}", file=sys.stderr)
     return 0

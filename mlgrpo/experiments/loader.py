@@ -32,10 +32,11 @@ from mlgrpo.experiments.sections import (
 )  # fmt: skip
 from mlgrpo.experiments.source import ConfigError, Source, dotted, read_source
 from mlgrpo.experiments.training import build_grpo_config, check_lora, check_training, trl_settings
+from mlgrpo.reports.settings import ReportConfig
 
 # Top-level keys, in the order the shipped files use them.
 SECTIONS = ("name", "description", "model", "data", "algorithm", "kl", "update", "sampler", "rewards", "training",
-            "arms", "seeds", "evaluation", "tracking", "run")
+            "arms", "seeds", "evaluation", "tracking", "run", "report")
 REQUIRED = {"name": "name: my-study", "model": "model: {policy: tiny}", "data": "data: {suite: numbers}",
             "rewards": "rewards: {rewards: [{name: exact_match}]}", "arms": "arms: {grpo: {}}",
             "seeds": "seeds: [0, 1]"}
@@ -47,6 +48,7 @@ SHARED_ONLY = {
     "seeds": "every arm runs the same seeds",
     "tracking": "all arms are recorded in one MLflow experiment",
     "run": "how runs are executed cannot change a result",
+    "report": "how results are read cannot change a result",
     "name": "it names the whole experiment",
     "description": "it describes the whole experiment",
     "arms": "arms do not nest",
@@ -84,6 +86,7 @@ class _Builder:
         tracking = dataclasses.replace(tracking, experiment=tracking.experiment or header.name)
         run = build_dataclass(RunSettings, top.get("run") or {}, ("run",))
         run = dataclasses.replace(run, output_dir=run.output_dir or f"runs/{header.name}")
+        report = build_dataclass(ReportConfig, top.get("report") or {}, ("report",))
         data, train, held_out = self._load_data(data, evaluation, header.seeds[0])
         shared = {"algorithm": top.get("algorithm") or {}, "kl": top.get("kl") or {}, "update": top.get("update") or {},
                   "sampler": top.get("sampler"), "rewards": top["rewards"], "training": top.get("training") or {},
@@ -97,7 +100,7 @@ class _Builder:
             name=header.name, description=header.description, path=self.path, raw=self.source.data, model=model,
             data=data, evaluation=evaluation, tracking=tracking, run_settings=run, arms=tuple(arms),
             seeds=header.seeds, data_summary=language_table(train, held_out, data.languages), notes=tuple(self.notes),
-            warnings=warnings, arm_configs=arms,
+            warnings=warnings, arm_configs=arms, report=report,
         )
 
     def _top(self) -> Mapping:

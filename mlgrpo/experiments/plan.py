@@ -25,6 +25,7 @@ from mlgrpo.errors import UserError
 from mlgrpo.experiments.diff import differences, flatten, show
 from mlgrpo.experiments.fields import closest
 from mlgrpo.experiments.sections import DataConfig, EvaluationConfig, ModelConfig, RunSettings, TrackingConfig
+from mlgrpo.reports.settings import ReportConfig
 
 if TYPE_CHECKING:  # importing mlgrpo.trainers loads torch and trl; the loader does it when it needs them
     from mlgrpo.rewards import RewardConfig
@@ -96,6 +97,7 @@ class Experiment:
     notes: tuple[str, ...]  # things that are allowed but worth a look (an override that changes nothing ...)
     warnings: tuple[str, ...]  # things that are allowed but make a comparison say less (a ratio that stays 1)
     arm_configs: dict[str, ArmConfig] = field(repr=False)
+    report: ReportConfig = field(default_factory=ReportConfig)  # how `mlgrpo report` reads the results
 
     @property
     def tracking_experiment(self) -> str:
@@ -146,6 +148,7 @@ class Experiment:
             "seeds": list(self.seeds),
             "run": dataclasses.asdict(self.run_settings),
             "tracking": {**dataclasses.asdict(self.tracking), "experiment": self.tracking_experiment},
+            "report": dataclasses.asdict(self.report),
             "arms": {arm: {"config_hash": config_hash(self.arm_configs[arm].resolved), **self.arm_configs[arm].resolved,
                            "effective": self.arm_configs[arm].effective} for arm in self.arms},
         }

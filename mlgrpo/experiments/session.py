@@ -149,9 +149,10 @@ def write_and_log_report(parent, path: str, uri: str, stream) -> None:
     try:
         from mlgrpo.experiments import load_experiment
 
-        name = load_experiment(path).tracking_experiment
+        experiment = load_experiment(path)
+        name = experiment.tracking_experiment
         parent.flush()
-        files = write_report(uri, name)
+        files = write_report(uri, name, settings=experiment.report)
     except Exception as exc:  # noqa: BLE001 - the runs are safe in MLflow whatever went wrong here
         why = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
         print(f"report not written: {why}; run `mlgrpo report {path}` later", file=stream, flush=True)

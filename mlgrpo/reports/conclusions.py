@@ -1,13 +1,12 @@
 """The verdict in words, generated from the judged paired table (evidence.judge): never more than the
 intervals support, and never less.
 
-For each arm against the baseline: one line that counts the verdicts over the headline metrics, then
-what is better or worse (with size and interval), what is negligible, what is unclear, and what is
-untestable and why; then differences on other metrics; then what the number of seeds allows.
+What was compared; for each arm, the count of each verdict over the headline metrics, then what is
+better or worse (with size and interval), negligible or unclear; what is untestable and why (once for
+every arm it applies to); claims on other metrics; and what the number of seeds allows.
 
-    grpo vs ppo, over reward/total, exact_match and chrf on 6 languages and macro / worst / gap:
-        1 better, 0 worse, 4 negligible, 19 no difference, 0 unclear, 9 untestable.
-    better: exact_match on ja: +0.060 [+0.020, +0.100].
+    grpo: 1 better, 4 negligible, 19 no difference, 9 untestable of 33.
+    grpo is better on exact_match on ja: +0.060 [+0.020, +0.100].
 """
 
 from __future__ import annotations
@@ -46,37 +45,39 @@ def verdict_lines(paired: pd.DataFrame, headline: list[str], seeds: int, min_see
     """Sentences for the first screen; `paired` is analysis.paired_table (every metric)."""
     if paired.empty:
         return ["Only one arm: there is nothing to compare, so no conclusion about differences is drawn."]
-    out = []
-    for (arm, vs), rows in paired.groupby(["arm", "vs"], sort=False):
-        main = rows[rows.metric.isin(headline)]
-        languages = sorted(set(main.language) - set(AGGREGATE_ROWS))
-        counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := int((main.verdict == v).sum())))
-        out.append(f"{arm} vs {vs}: {counts or 'nothing'} of {len(main)} comparisons ({_names(headline)}, "
-                   f"each on {len(languages)} languages and macro / worst / gap).")
+    main = paired[paired.metric.isin(headline)]
+    languages = sorted(set(main.language) - set(AGGREGATE_ROWS))
+    out = [f"Compared: {_names(headline)}, each on {len(languages)} languages and macro / worst / gap, every arm "
+           f"against {paired.vs.iloc[0]}."]
+    for arm, rows in main.groupby("arm", sort=False):
+        counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := int((rows.verdict == v).sum())))
+        out.append(f"{arm}: {counts or 'nothing'} of {len(rows)}.")
         for verdict in CLAIMS:
-            found = main[main.verdict == verdict]
+            found = rows[rows.verdict == verdict]
             if len(found):
-                out.append(f"{arm} is {verdict} than {vs} on " + _listed(
+                out.append(f"{arm} is {verdict} on " + _listed(
                     [f"{row.metric} on {where(row.language)}: {interval(row)}" for row in found.itertuples()]) + ".")
-        negligible = main[main.verdict == "negligible"]
-        if len(negligible):
-            out.append("Negligible (smaller than the smallest effect of interest, or within it): " + _listed(
-                [f"{row.metric} on {where(row.language)} ({interval(row)})" for row in negligible.itertuples()]) + ".")
-        unclear = main[main.verdict == "unclear"]
-        if len(unclear):
-            out.append("Unclear (the interval excludes 0, the adjusted test does not reject): " + _listed(
-                [f"{row.metric} on {where(row.language)} ({interval(row)})" for row in unclear.itertuples()]) + ".")
-        for reason, group in main[main.verdict == "untestable"].groupby("reason", sort=False):
-            out.append(f"Untestable: {_rows(group)}: {reason}.")
-        others = rows[~rows.metric.isin(headline) & rows.verdict.isin(CLAIMS)]
-        if len(others):
-            out.append(f"Other metrics where {arm} differs from {vs}: " + _listed(
-                [f"{row.metric} {'higher' if row.difference > 0 else 'lower'} on {where(row.language)} "
-                 f"({interval(row)})" for row in others.itertuples()]) + ".")
+        for verdict, why in (("negligible", "smaller than the smallest effect of interest, or within it"),
+                             ("unclear", "the interval excludes 0, the adjusted test does not reject")):
+            found = rows[rows.verdict == verdict]
+            if len(found):
+                out.append(f"{arm}, {verdict} ({why}): " + _listed(
+                    [f"{row.metric} on {where(row.language)} {interval(row)}" for row in found.itertuples()]) + ".")
+    untestable = main[main.verdict == "untestable"]
+    for reason, group in untestable.groupby("reason", sort=False):
+        arms = list(dict.fromkeys(group.arm))
+        who = "every arm" if len(arms) == main.arm.nunique() else ", ".join(arms)
+        out.append(f"Untestable ({who}): {_rows(group.drop_duplicates(['metric', 'language']))}: {reason}.")
+    others = paired[~paired.metric.isin(headline) & paired.verdict.isin(CLAIMS)]
+    for (arm, metric), group in others.groupby(["arm", "metric"], sort=False):
+        for higher, side in group.groupby(group.difference > 0, sort=False):
+            example = side.iloc[(side.difference.abs()).argmax()]
+            out.append(f"Also: {arm} has {'higher' if higher else 'lower'} {metric} on {', '.join(side.language)} "
+                       f"(largest: {where(example.language)} {interval(example)}).")
     if seeds < min_seeds:
-        out.append(f"With {seeds} seed{'s' if seeds != 1 else ''} per arm, every verdict holds for the trained models these seeds produced, "
-                   f"on the held-out prompts; a claim about the algorithm itself needs {min_seeds} seeds "
-                   f"(report.min_seeds: the fewest with which a test over seeds can reach p < 0.05).")
+        out.append(f"With {seeds} seed{'s' if seeds != 1 else ''} per arm, every verdict holds for the trained models "
+                   f"these seeds produced, on the held-out prompts; a claim about the algorithm itself needs {min_seeds} "
+                   "seeds (report.min_seeds: the fewest with which a test over seeds can reach p < 0.05).")
     return out
 
 
@@ -90,8 +91,5 @@ def _listed(items: list[str]) -> str:
 
 
 def _rows(group: pd.DataFrame) -> str:
-    """"chrf on every row" or "exact_match on ar, en"."""
-    parts = []
-    for metric, rows in group.groupby("metric", sort=False):
-        parts.append(f"{metric} on {', '.join(rows.language)}")
-    return "; ".join(parts)
+    """"chrf on ar, en, macro" per metric."""
+    return "; ".join(f"{metric} on {', '.join(rows.language)}" for metric, rows in group.groupby("metric", sort=False))

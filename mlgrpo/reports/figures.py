@@ -173,7 +173,7 @@ def forest_figure(rows: pd.DataFrame, metrics: Sequence[str], order: Sequence[st
     metrics = [m for m in metrics if (rows.metric == m).any()]
     if not metrics:
         raise ValueError("forest_figure got no rows; skip the figure when there is nothing to compare")
-    figure = Figure(figsize=(3.3 * len(metrics) + 1.4, 0.32 * len(order) * max(1, len(arms)) ** 0.5 + 1.9),
+    figure = Figure(figsize=(3.3 * len(metrics) + 1.4, 0.22 * len(order) * max(1, len(arms)) ** 0.5 + 1.6),
                     layout="constrained")
     axes = figure.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
     step = 0.6 / max(1, len(arms))

@@ -74,7 +74,7 @@ def wide_table(rows: pd.DataFrame, metrics: list[str], order: list[str]) -> tupl
             found = rows[(rows.metric == metric) & (rows.arm == arm)].set_index("language")
             if found.empty:
                 continue
-            cell, style = {"metric": metric, "arm": arm}, {"metric": "", "arm": ""}
+            cell, style = {"metric, arm": f"{metric}\n{arm}"}, {"metric, arm": ""}
             for language in order:
                 if language not in found.index:
                     cell[language], style[language] = "", ""
@@ -84,7 +84,7 @@ def wide_table(rows: pd.DataFrame, metrics: list[str], order: list[str]) -> tupl
                 style[language] = CELL_CLASS.get(row.verdict, "") + (" conditional" if row.conditional else "")
             cells.append(cell)
             classes.append(style)
-    columns = ["metric", "arm", *order]
+    columns = ["metric, arm", *order]
     return pd.DataFrame(cells, columns=columns), pd.DataFrame(classes, columns=columns)
 
 

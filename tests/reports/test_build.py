@@ -120,10 +120,10 @@ def test_the_first_screen_answers_and_never_contradicts_its_intervals(written):
 
     page = (out / "report.html").read_text(encoding="utf-8")
     text = html.unescape(page)
-    assert "grpo is better than ppo on exact_match on en: +1.000 [+1.000, +1.000]" in text
+    assert "grpo is better on exact_match on en: +1.000 [+1.000, +1.000]" in text
     assert "exact_match on the macro average: +0.500" in text
     # the answer first: verdict, forest plot, wide table; the contents and the details after it
-    order = [page.index(marker) for marker in ("<h2>The answer</h2>", "grpo vs ppo:", 'id="figure-1-1"',
+    order = [page.index(marker) for marker in ("<h2>The answer</h2>", "<li>grpo: ", 'id="figure-1-1"',
                                                 'id="table-answer"', '<nav class="toc">', "<details><summary><h2>Setup")]
     assert order == sorted(order)
     assert 'class="evidence"' in page and "v-better" in page

@@ -37,3 +37,26 @@ def test_read_back_from_the_logged_resolved_yaml():
     assert warning is None and config.min_seeds == 10 and config.smallest_effect("exact_match") == 0.05
     config, warning = from_resolved("report:\n  min_seeds: 1\n")
     assert config == ReportConfig() and "could not be read" in warning
+
+
+def test_the_experiment_file_section_is_checked_at_its_line_and_shared_by_every_arm(tmp_path):
+    from pathlib import Path
+
+    from mlgrpo.experiments import load_experiment
+
+    text = (Path(__file__).parents[2] / "experiments" / "quickstart.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "x.yaml"
+    path.write_text(text + "report:\n  min_seeds: 8\n  min_effect: {chrf: 2}\n", encoding="utf-8")
+    experiment = load_experiment(path)
+    assert experiment.report == ReportConfig(min_seeds=8, min_effect={"chrf": 2.0})
+    assert experiment.resolved()["report"] == {"min_seeds": 8, "min_effect": {"chrf": 2.0}}
+    assert from_resolved(experiment.resolved_yaml())[0] == experiment.report  # what `mlgrpo report` reads back
+    # the run's identity does not include it: a new threshold re-reads results, it does not re-train
+    assert {r.config_hash for r in experiment.plan()} == {r.config_hash for r in load_experiment(
+        Path(__file__).parents[2] / "experiments" / "quickstart.yaml").plan()}
+    path.write_text(text + "report:\n  min_sedes: 6\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"x.yaml:\d+: report.min_sedes: unknown key .*did you mean 'min_seeds'"):
+        load_experiment(path)
+    path.write_text(text.replace("  grpo: {}", "  grpo: {report: {min_seeds: 3}}"), encoding="utf-8")
+    with pytest.raises(UserError, match="arms.grpo.report: an arm cannot change report"):
+        load_experiment(path)
