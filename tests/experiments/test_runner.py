@@ -137,7 +137,7 @@ def test_quickstart_with_four_workers_on_one_sqlite_store(tmp_path, reliability)
                      ("num_generations: 16", "num_generations: 4"),
                      ("per_device_train_batch_size: 64", "per_device_train_batch_size: 8"),
                      ("max_completion_length: 24", "max_completion_length: 8"), ("max_steps: 250", "max_steps: 8"),
-                     ("logging_steps: 5", "logging_steps: 1"), ("every_steps: 0 ", "every_steps: 4 "),
+                     ("logging_steps: 5", "logging_steps: 1"), ("every_steps: 25 ", "every_steps: 4 "),
                      ("per_language: 50 ", "per_language: 4 "), ("max_new_tokens: 24", "max_new_tokens: 8"),
                      ("workers: auto", "workers: 4"), ("checkpoint_every: 20", "checkpoint_every: 4")):
         text = edited(old, new, text)

@@ -44,7 +44,10 @@ def test_the_experiment_file_section_is_checked_at_its_line_and_shared_by_every_
 
     from mlgrpo.experiments import load_experiment
 
-    text = (Path(__file__).parents[2] / "experiments" / "quickstart.yaml").read_text(encoding="utf-8")
+    shipped = (Path(__file__).parents[2] / "experiments" / "quickstart.yaml").read_text(encoding="utf-8")
+    assert "\nreport:" in shipped  # the quickstart shows the section, with the defaults
+    text = shipped.split("\nreport:")[0] + "\n"
+    assert load_experiment_text(text, tmp_path).report == ReportConfig()
     path = tmp_path / "x.yaml"
     path.write_text(text + "report:\n  min_seeds: 8\n  min_effect: {chrf: 2}\n", encoding="utf-8")
     experiment = load_experiment(path)
@@ -60,3 +63,11 @@ def test_the_experiment_file_section_is_checked_at_its_line_and_shared_by_every_
     path.write_text(text.replace("  grpo: {}", "  grpo: {report: {min_seeds: 3}}"), encoding="utf-8")
     with pytest.raises(UserError, match="arms.grpo.report: an arm cannot change report"):
         load_experiment(path)
+
+
+def load_experiment_text(text: str, folder):
+    from mlgrpo.experiments import load_experiment
+
+    path = folder / "plain.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_experiment(path)
