@@ -56,8 +56,8 @@ def _fonts():
     """matplotlib's per-glyph fallback: DejaVu Sans first, the CJK font for what it lacks."""
     from matplotlib import rc_context
 
-    families = ["DejaVu Sans"] + ([cjk_font()] if cjk_font() else [])
-    return rc_context({"font.family": "sans-serif", "font.sans-serif": families})
+    # A list of families in font.family (not font.sans-serif) is what turns on matplotlib's per-glyph fallback.
+    return rc_context({"font.family": ["DejaVu Sans"] + ([cjk_font()] if cjk_font() else [])})
 
 
 def _drawn(function):

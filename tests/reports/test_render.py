@@ -26,7 +26,7 @@ MAGENTA = (1.0, 0.0, 1.0)  # the figure's colour, looked for in the browser scre
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "main", "nav", "section", "div",
                 "h1", "h2", "h3", "p", "ul", "li", "a", "strong", "small", "br", "span", "table", "caption",
-                "thead", "tbody", "tr", "th", "td", "figure", "figcaption", "img"}
+                "thead", "tbody", "tr", "th", "td", "figure", "figcaption", "img", "details", "summary"}
 ALLOWED_ATTRIBUTES = {"lang", "charset", "http-equiv", "content", "name", "id", "class", "href", "src", "alt",
                       "dir", "role"}
 
@@ -54,6 +54,9 @@ def make_report(folder: Path) -> Report:
                     figures=[Figure("figures/reward.png", f"Reward {ATTRIBUTE}", note="band: 95% t-interval")]),
             Section(title="Final", tables=[Table("final", f"Final {SCRIPT}", frame, note=IMG)],
                     samples=samples, sample_arms=["grpo", "ppo"]),
+            Section(title="Details", collapsed=True, tables=[Table(
+                "styled", "Verdicts", pd.DataFrame({"metric": ["exact_match"], "en": ["+0.1\n[+0.05, +0.15]\nbetter"]}),
+                styles=pd.DataFrame({"metric": [""], "en": ['v-better" onclick="alert(1)']}), css_class="evidence")]),
         ],
     )
 
@@ -143,6 +146,14 @@ def test_structure_toc_warnings_samples(page):
     outputs = [a for t, a in parser.tags if t == "div" and a.get("class") == "out"]
     assert len(outputs) == 6 and all(a["dir"] == "auto" for a in outputs)  # 3 rows x 2 arms
     assert "no output" in source and "score 0.5" in source
+
+
+def test_collapsed_sections_and_cell_classes(page):
+    source, parser = page
+    assert "<details><summary><h2>Details</h2></summary>" in source and source.count("<details>") == 1
+    assert '<table class="evidence">' in source
+    assert '<td class="v-better&quot; onclick=&quot;alert(1)">+0.1\n[+0.05, +0.15]\nbetter</td>' in source
+    assert source.index("<h2>Curves</h2>") < source.index('<nav class="toc">') < source.index("<h2>Final</h2>")
 
 
 def test_table_cells_are_formatted(page):
