@@ -1,5 +1,6 @@
 """Two processes (gloo on CPU, started by torchrun): advantages and language statistics are computed over
-the gathered batch, so they equal what one process computes from the same batch."""
+the gathered batch, so they equal what one process computes from the same batch; and a run on two ranks
+ends with the parameters of the same run (seed, global batch) in one process."""
 
 from __future__ import annotations
 
@@ -15,18 +16,48 @@ import torch
 from mlgrpo.algorithms import AdvantageConfig, GroupKeys, compute_advantages
 from mlgrpo.trainers.metrics import per_language
 
+from .conftest import build_tokenizer, make_policy
+
 WORKER = Path(__file__).with_name("dist_worker.py")
+EQUIVALENCE = Path(__file__).with_name("dist_equivalence.py")
+
+
+def torchrun(script: Path, out: Path, processes: int) -> None:
+    command = [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node", str(processes),
+               str(script), str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory) -> list[dict]:
     out = tmp_path_factory.mktemp("dist")
-    torchrun = Path(sys.executable).with_name("torchrun")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", str(WORKER), str(out)],
-                            capture_output=True, text=True, timeout=300, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
+    torchrun(WORKER, out, 2)
     return [json.loads((out / f"rank{k}.json").read_text()) for k in range(2)]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("equivalence")
+    torchrun(EQUIVALENCE, out, 2)
+    torchrun(EQUIVALENCE, out, 1)
+    return out
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
+def test_two_ranks_end_with_the_parameters_of_one_process(trained, algorithm):
+    # 3 steps of 32 completions (8 prompts x 4) with greedy decoding: 16 per rank, or 32 in one process.
+    # Adam moves every parameter by ~lr per step (1e-4), so a rank that trained on other advantages, another
+    # critic target or another data order would end ~1e-4 away; the two layouts differ by summation order.
+    # One minibatch per rollout: with several, TRL shuffles each rank's share of the rollout on its own, so
+    # the minibatches are another (equally valid) partition of the rollout than one process draws.
+    one, two = (torch.load(trained / f"{algorithm}_world{w}.pt", weights_only=True) for w in (1, 2))
+    assert one.keys() == two.keys() and (algorithm != "ppo" or any(k.startswith("critic.") for k in one))
+    start = make_policy(build_tokenizer()).state_dict()
+    moved = max((one[f"policy.{k}"] - v).abs().max().item() for k, v in start.items())
+    assert moved > 1e-4
+    for key in one:
+        torch.testing.assert_close(two[key], one[key], rtol=0, atol=2e-6, msg=key)
 
 
 def test_two_ranks_see_one_gathered_batch(ranks):
