@@ -80,7 +80,7 @@ def aggregate_differences(a: Sequence[np.ndarray], b: Sequence[np.ndarray], lowe
                           level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> dict[str, Difference]:
     """{"macro" | "worst" | "gap": Difference} of arm a minus arm b, both resampled with the same indices.
     Only (seed, item) pairs where both arms have a value take part, as in stats.paired_difference, and
-    only languages with such pairs; `n_pairs` is the fewest pairs of any of them (stats.verdict needs 2)."""
+    only languages with such pairs; `n_pairs` is the fewest pairs of any of them (evidence.judge needs 2)."""
     if [x.shape for x in a] != [y.shape for y in b]:
         raise ValueError(f"arms must have the same shapes per language, got {[x.shape for x in a]} and "
                          f"{[y.shape for y in b]}")

@@ -11,7 +11,6 @@ as one seed.
     bootstrap_ci(scores)          -> Interval    mean and two-stage bootstrap CI of one arm
     paired_difference(a, b)       -> Difference  a - b with bootstrap CI and sign-flip p-value
     holm(p_values)                -> adjusted p-values (Holm-Bonferroni)
-    verdict(diff, adjusted_p=...) -> "a_better" | "b_better" | "no_difference" | "not_testable"
     curve_band(values)            -> CurveBand   per-step mean and t-interval over seeds
     volatility, steps_to_fraction, count_nonfinite: summaries of one training curve
 
@@ -27,7 +26,6 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-VERDICTS = ("a_better", "b_better", "no_difference", "not_testable")
 _PERM_BLOCK = 1 << 22  # sign-flip entries drawn per block: bounds memory at ~32 MB
 
 
@@ -186,7 +184,7 @@ def _sign_flip_p(d: np.ndarray, n_perm: int, rng: np.random.Generator) -> float:
     The statistic `_seed_mean(d)` is linear in the differences, sum_p w_p d_p with
     w_p = 1 / (seeds with values * values in p's seed), so a flip pattern s scores sum_p s_p w_p d_p.
     Each pair flips independently, so the test ignores seed-level correlation that the
-    two-stage bootstrap CI does cover; `verdict` therefore asks for both.
+    two-stage bootstrap CI does cover; evidence.judge therefore asks for both.
     """
     valid = ~np.isnan(d)
     if not valid.any():
@@ -232,29 +230,6 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     adjusted[order] = stepped
     out[known] = adjusted
     return out
-
-
-def verdict(
-    diff: Difference,
-    alpha: float = 0.05,
-    adjusted_p: float | None = None,
-    higher_is_better: bool = True,
-    min_pairs: int = 2,
-) -> str:
-    """One of VERDICTS for the comparison a - b.
-
-    A difference is claimed only when BOTH the p-value (Holm-adjusted when `adjusted_p` is given)
-    is below alpha AND the bootstrap CI excludes 0: the two tests differ (permutation vs bootstrap)
-    and can disagree near the edge; a report must never state more than its interval shows.
-    The side is read from the CI. "not_testable": NaN estimate, bound or p, or < min_pairs pairs.
-    """
-    p = diff.p_value if adjusted_p is None else adjusted_p
-    if diff.n_pairs < min_pairs or any(math.isnan(v) for v in (diff.mean, diff.low, diff.high, p)):
-        return "not_testable"
-    if p >= alpha or diff.low <= 0.0 <= diff.high:
-        return "no_difference"
-    a_higher = diff.low > 0.0
-    return "a_better" if a_higher == higher_is_better else "b_better"
 
 
 # --------------------------------------------------------------------------- training curves

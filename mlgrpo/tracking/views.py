@@ -119,7 +119,7 @@ def _eval_metrics(have: set[str], languages: Sequence[str]) -> list[str]:
     """Held-out metrics logged per language ("exact_match", "reward/total"), EVAL_ORDER first."""
     found = {key[len("eval/"):key.rfind("/")] for key in have
              if key.startswith("eval/") and key.rsplit("/", 1)[-1] in languages}
-    found = {m for m in found if not m.startswith(EVAL_SKIP) and not m.startswith("reward/") or m == "reward/total"}
+    found = {m for m in found if m == "reward/total" or not m.startswith(EVAL_SKIP + ("reward/",))}  # no components
     return [m for m in EVAL_ORDER if m in found] + sorted(found - set(EVAL_ORDER))
 
 
@@ -223,6 +223,9 @@ def write_views(uri: str, experiment_name: str) -> tuple[str, list[View], list[s
     experiment = client.get_experiment_by_name(experiment_name)
     if experiment is None:
         return "", [], [f"no experiment {experiment_name!r}"]
+    why = ui_supports_views()
+    if why:
+        return experiment.experiment_id, [], [f"saved views not written: {why}"]
     runs = client.search_runs([experiment.experiment_id], "tags.`mlgrpo.role` = 'child'", max_results=1000)
     keys, stepped, languages, arms = set(), set(), {}, set()
     for run in runs:
@@ -233,9 +236,6 @@ def write_views(uri: str, experiment_name: str) -> tuple[str, list[View], list[s
         languages.update(dict.fromkeys(x for x in run.data.tags.get("languages", "").split(",") if x))
         arms.add(run.data.tags.get(GROUP_TAG))
     written, warnings = [], []
-    why = ui_supports_views()
-    if why:
-        return experiment.experiment_id, [], [f"saved views not written: {why}"]
     for view in plan_views(keys, list(languages)):
         tag = TAG_PREFIX + view.key
         state = view_state(view, keys, stepped, groups=len(arms))

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from mlgrpo.reports.stats import (
-    Difference,
     bootstrap_ci,
     count_nonfinite,
     curve_band,
@@ -18,7 +17,6 @@ from mlgrpo.reports.stats import (
     paired_difference,
     resampled_means,
     steps_to_fraction,
-    verdict,
     volatility,
 )
 
@@ -138,7 +136,6 @@ def test_all_zero_differences_give_p_one():
     x = np.random.default_rng(2).normal(size=(2, 30))
     diff = paired_difference(x, x.copy(), n_boot=100)
     assert (diff.mean, diff.low, diff.high, diff.p_value) == (0.0, 0.0, 0.0, 1.0)
-    assert verdict(diff) == "no_difference"
 
 
 def test_nan_pairs_are_dropped_and_counted():
@@ -167,7 +164,7 @@ def test_paired_difference_is_deterministic_and_random_flips_agree_with_exact():
     assert abs(exact - sampled) < 0.03  # 3 binomial sd at n_perm ~ 4000 is < 0.025
 
 
-# ---------------------------------------------------------------- holm and verdict
+# ---------------------------------------------------------------- holm
 
 
 def test_holm_hand_worked():
@@ -192,21 +189,6 @@ def test_holm_equals_a_loop_reference():
         running = max(running, min(1.0, (9 - rank) * p[i]))
         expected[i] = running
     np.testing.assert_allclose(holm(p), expected, rtol=1e-12)
-
-
-def _diff(mean, low, high, p, n_pairs=50):
-    return Difference(mean, low, high, p, n_pairs, 0, 5, True, 0.95)
-
-
-def test_verdict_needs_both_the_p_value_and_the_interval():
-    assert verdict(_diff(0.2, 0.1, 0.3, 0.01)) == "a_better"
-    assert verdict(_diff(-0.2, -0.3, -0.1, 0.01)) == "b_better"
-    assert verdict(_diff(-0.2, -0.3, -0.1, 0.01), higher_is_better=False) == "a_better"  # e.g. a toxicity rate
-    assert verdict(_diff(0.2, -0.01, 0.3, 0.01)) == "no_difference"  # p small but the CI touches 0
-    assert verdict(_diff(0.2, 0.1, 0.3, 0.01), adjusted_p=0.08) == "no_difference"  # fails after Holm
-    assert verdict(_diff(0.2, 0.1, 0.3, 0.06), adjusted_p=0.04) == "a_better"  # adjusted p is the one used
-    assert verdict(_diff(nan, nan, nan, nan, n_pairs=0)) == "not_testable"
-    assert verdict(_diff(1.0, 1.0, 1.0, 0.5, n_pairs=1)) == "not_testable"
 
 
 # ---------------------------------------------------------------- training curves
