@@ -78,7 +78,8 @@ class Reliability:
     """What a fault or bad-input test tried and how it ended, for reports/reliability.md.
 
     `python -m bench.reliability` runs the suite with MLGRPO_RELIABILITY_LOG set and tabulates these
-    records; without it, `record` only checks its arguments (the tests' own asserts decide pass/fail).
+    records; without it, `record` only checks its arguments. The tests' own asserts decide pass/fail: every
+    test's result is logged too (pytest_runtest_logreport), and a failed test's records count as failed.
     """
 
     CATEGORIES = ("fault", "bad input: experiment file", "bad input: data file", "bad input: CLI", "security",
@@ -106,3 +107,15 @@ class Reliability:
 @pytest.fixture
 def reliability(request) -> Reliability:
     return Reliability(request.node.nodeid)
+
+
+def pytest_runtest_logreport(report) -> None:
+    """With MLGRPO_RELIABILITY_LOG set, every test's result, so that bench/reliability.py marks what a failed
+    test recorded as failed (a record is often written before the asserts that decide it) and lists a test
+    that failed before recording anything."""
+    import json
+
+    log = os.environ.get("MLGRPO_RELIABILITY_LOG")
+    if log and (report.when == "call" or report.failed):
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"result": report.outcome, "test": report.nodeid, "when": report.when}) + "\n")

@@ -39,3 +39,36 @@ def test_the_categories_match_the_fixture_and_the_test_files_exist():
     assert [t for t in TESTS if not (root / t.split("::")[0]).exists()] == []
     named = [t.split("::") for t in TESTS if "::" in t]
     assert [t for t in named if f"def {t[1]}(" not in (root / t[0]).read_text(encoding="utf-8")] == []
+
+
+FAULTS = '''
+def test_held(reliability):
+    reliability.record("fault", "a fault that was survived", "survived")
+
+
+def test_recorded_then_failed(reliability):
+    reliability.record("fault", "a fault recorded before its assert", "survived")
+    assert False, "the fault was not survived"
+
+
+def test_failed_before_recording(reliability):
+    assert False, "broke before recording"
+    reliability.record("fault", "never written", "survived")
+'''
+
+
+def test_a_failing_test_shows_as_failed(tmp_path):
+    # A real pytest run through bench.reliability's own runner, with the suite's fixture and result hook.
+    from bench.reliability import read_log, run_tests
+
+    (tmp_path / "test_faults.py").write_text(FAULTS, encoding="utf-8")
+    log = tmp_path / "records.jsonl"
+    code, summary, _ = run_tests(log, [str(tmp_path / "test_faults.py")], options=("-p", "tests.conftest"))
+    assert code == 1 and summary.startswith("2 failed, 1 passed")
+    records = read_log(log)
+    outcomes = {r["test"].split("::")[-1]: (r["category"], r["outcome"]) for r in records}
+    assert outcomes == {"test_held": ("fault", "survived"), "test_recorded_then_failed": ("fault", "failed"),
+                        "test_failed_before_recording": ("failed before recording", "failed")}
+    text = render(records, summary, 1.0, "")
+    assert "| fault | 2 | 2 |  |  | 0 | 1 |" in text  # two checks recorded, one of them failed
+    assert "| failed before recording | 1 | 0 |  |  | 0 | 1 |" in text

@@ -110,7 +110,12 @@ def test_edits_give_a_one_line_error_or_a_valid_experiment(tmp_path_factory, tex
 
 
 def test_zz_record_what_the_mutations_tried(reliability):
-    """Runs after the property test above (file order): what it tried, for reports/reliability.md."""
+    """Runs after the property test above (file order): what it tried, for reports/reliability.md. It fails
+    when the property test did not run first (this test alone, or a -k that left it out): then there is
+    nothing to record, and a record of 0 edits would read as a check that passed."""
+    assert TRIED["edits"] >= 100, f"the property test ran {TRIED['edits']} edits; run the whole file"
+    # the edits reach both outcomes: refused (one-line errors) and still-valid experiments
+    assert 0 < TRIED["refused"] < TRIED["edits"], TRIED
     reliability.record("bad input: experiment file", "mutated experiment YAML (unknown keys, wrong types, missing "
                        "sections, extreme numbers, wrong nesting, YAML tags)", "refused", tried=TRIED["edits"],
                        refused=TRIED["refused"])
