@@ -11,6 +11,10 @@ scripts and remote resources costs nothing and backs the escaping up. Bidi contr
 in both outputs: a model that emits an override shows it, and it cannot reorder the rest of a cell
 ("Trojan Source", CVE-2021-42574). Sample cells carry dir="auto", so Arabic or Hebrew text reads
 right to left, and lang= when the sample's language looks like a BCP 47 tag.
+
+Layout: the first section (the answer) comes before the contents; collapsed sections are <details>
+(a link from the contents opens its section); a section's figures come before its tables, each caption
+above its figure; a table may carry a CSS class per cell (the verdict colours), its text says the same.
 """
 
 from __future__ import annotations
@@ -152,8 +156,8 @@ def render_html(report: Report, folder: Path) -> str:
 def _html_toc(report: Report) -> str:
     entries = []
     for i, section in enumerate(report.sections, 1):
-        sub = [f'<li><a href="#table-{_slug(t.name)}">{_h(t.title)}</a></li>' for t in section.tables]
-        sub += [f'<li><a href="#figure-{i}-{j}">{_h(f.title)}</a></li>' for j, f in enumerate(section.figures, 1)]
+        sub = [f'<li><a href="#figure-{i}-{j}">{_h(f.title)}</a></li>' for j, f in enumerate(section.figures, 1)]
+        sub += [f'<li><a href="#table-{_slug(t.name)}">{_h(t.title)}</a></li>' for t in section.tables]
         if section.samples:
             sub.append(f'<li><a href="#samples-{i}">Sample outputs</a></li>')
         inner = f"<ul>{''.join(sub)}</ul>" if sub else ""
