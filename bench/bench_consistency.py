@@ -34,6 +34,7 @@ PAIRS = (("es", "pt"), ("pt", "es"), ("ru", "uk"), ("uk", "ru"), ("sv", "da"), (
 SUITES = ("numbers", "dates")
 GOAL_CORRECT, GOAL_WRONG = 0.97, 0.05
 PER_SET = 150
+MIN_PAIR = 20  # a pair with fewer texts is shown but not judged
 
 
 def translations(split: str) -> dict[str, dict[str, str]]:
@@ -122,16 +123,22 @@ def report(sets, floor: float) -> str:
     pair_rows = [[name, len(v), sum(v) / len(v) if v else float("nan")] for name, v in pairs.items()]
     every_pair = [ok for v in pairs.values() for ok in v]
     worst_correct = min(correct.items(), key=lambda kv: kv[1][0])
-    worst_pair = max(pair_rows, key=lambda r: r[2])
+    judged_pairs = [r for r in pair_rows if r[1] >= MIN_PAIR]
+    few = [f"{r[0]} ({r[1]})" for r in pair_rows if r[1] < MIN_PAIR]
+    worst_pair = max(judged_pairs, key=lambda r: r[2])
     worst_english = max(english.items(), key=lambda kv: kv[1][0])
     verdict = lambda ok: "met" if ok else "MISSED"  # noqa: E731
     goals = [
         f"- correct text judged in its language: worst {worst_correct[0]} {worst_correct[1][0]:.3f} "
-        f"(goal >= {GOAL_CORRECT} in every language: {verdict(worst_correct[1][0] >= GOAL_CORRECT)}).",
+        f"(goal >= {GOAL_CORRECT} in every language: {verdict(worst_correct[1][0] >= GOAL_CORRECT)}; "
+        f"{sum(v >= GOAL_CORRECT for v, _ in correct.values())} of {len(correct)} languages meet it).",
         f"- a neighbour's translation judged in the row's language: {sum(every_pair) / len(every_pair):.3f} over all pairs, "
-        f"worst pair {worst_pair[0]} {worst_pair[2]:.3f} (goal <= {GOAL_WRONG}: {verdict(worst_pair[2] <= GOAL_WRONG)}).",
+        f"worst pair {worst_pair[0]} {worst_pair[2]:.3f} (goal <= {GOAL_WRONG}: {verdict(worst_pair[2] <= GOAL_WRONG)}; "
+        f"{sum(r[2] <= GOAL_WRONG for r in judged_pairs)} of {len(judged_pairs)} pairs meet it; too few texts to judge, "
+        f"under {MIN_PAIR}: {', '.join(few) or 'none'}).",
         f"- an English answer judged in the row's language: worst {worst_english[0]} {worst_english[1][0]:.3f} "
-        f"(goal <= {GOAL_WRONG} in every language: {verdict(worst_english[1][0] <= GOAL_WRONG)}).",
+        f"(goal <= {GOAL_WRONG} in every language: {verdict(worst_english[1][0] <= GOAL_WRONG)}; "
+        f"{sum(v <= GOAL_WRONG for v, _ in english.values())} of {len(english)} languages meet it).",
     ]
     return "\n\n".join([
         f"language_consistency with min_probability {floor}; candidates = the {len(LANGUAGES)} languages. "

@@ -31,10 +31,9 @@ OUTSIDER_SURE = 0.97
 # fastText's weight in the default's score, and the probability added to it so that its zero is no veto.
 FASTTEXT_WEIGHT = 1.0
 FASTTEXT_FLOOR = 1e-3
-_ZH_JA = frozenset({"zh", "ja"})
-# Han text between zh and ja is scored on single characters (`trained.Scorer.log_scores`), whose scores
-# spread far less than those of 1-5-grams and words; scaled by this much they meet the same temperature
-# (chosen on the tune sample, `bench.bench_consistency --tune`).
+# `chinese_or_japanese` scores single characters, whose scores spread far less than those of 1-5-grams
+# and words; scaled by this much they meet the default's temperature (chosen on the tune sample,
+# `bench.bench_consistency --tune`).
 HAN_SCALE = 5.0
 # Calibration temperatures (registry.Backend.temperature), fitted on the tune sample by
 # `python -m bench.bench_langid --tune`: the scores of a naive Bayes model are far too sure of themselves.
@@ -76,19 +75,14 @@ def in_scripts_of(text: str, shares: dict[str, float], languages: frozenset[str]
 
 def _model_scores(texts: list[str], candidates: list[tuple[str, ...]]) -> list[np.ndarray]:
     """The n-gram model's (K,) scores of each text for its candidates. One pass over all texts, scored
-    against every language any of them may be in; each text then keeps its own candidates' columns.
-    Texts whose only candidates are Chinese and Japanese are scored on single characters (`trained`)."""
+    against every language any of them may be in; each text then keeps its own candidates' columns."""
     from mlgrpo.langid.trained import scorer
 
     model = scorer()
     union = tuple(sorted(model.known(frozenset().union(*candidates))))
     found = np.zeros((len(texts), len(union)))
-    han = [i for i, codes in enumerate(candidates) if frozenset(codes) == _ZH_JA]
-    rest = [i for i, codes in enumerate(candidates) if frozenset(codes) != _ZH_JA]
-    for rows, characters_only in ((rest, False), (han, True)):
-        if rows and union:
-            scale = HAN_SCALE if characters_only else 1.0
-            found[rows] = scale * model.log_scores([texts[i] for i in rows], union, characters_only=characters_only)
+    if union and texts:
+        found = model.log_scores(texts, union)
     column = {code: i for i, code in enumerate(union)}
     out = []
     for row, codes in zip(found, candidates):
@@ -145,6 +139,19 @@ def default_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -
 
 def default_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
     return default_scores_many([sample], candidates)[0]
+
+
+def chinese_or_japanese(texts: Sequence[str]) -> list[Scores]:
+    """Calibrated zh / ja probabilities of Han text from its characters alone: is it plausibly Chinese, is it
+    plausibly Japanese? Both write "三百九十六" and "2009年6月21日" alike, and longer n-grams only echo which
+    language's training text held more numbers (the full model gives "三百九十六" ja 0.95), while single
+    characters still tell 删除 (Chinese) from 削除 (Japanese). For language consistency, not identification."""
+    from mlgrpo.langid.trained import scorer
+
+    if not texts:
+        return []
+    found = HAN_SCALE * scorer().log_scores(list(texts), ("ja", "zh"), characters_only=True) / DEFAULT_TEMPERATURE
+    return [softmax(("ja", "zh"), row) for row in found.tolist()]
 
 
 def ngram_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:

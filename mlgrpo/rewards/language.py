@@ -16,7 +16,9 @@ A segment counts for the row's language when
    MIN_PROBABILITY) times as probable as the likeliest candidate that writes the script. The identifier's probabilities
    are calibrated (`mlgrpo.langid`), so a neighbour's translation (Portuguese in a Spanish row) gets the
    Spanish a small probability, while a text that is Spanish and Portuguese alike keeps a fair share.
-   Text the identifier cannot judge counts for the row.
+   Text the identifier cannot judge counts for the row. Han text without kana, when both Chinese and
+   Japanese are candidates, is judged on its characters alone (both write "三百九十六" alike; 删除 is
+   Chinese, 削除 Japanese): `mlgrpo.langid.combined.chinese_or_japanese`.
 
 reward = weight of counting units / weight of all voting units; None when the row's language is missing,
 or the completion has nothing that votes. Measured in reports/benchmarks.md (`bench.bench_consistency`).
@@ -141,7 +143,10 @@ def language_consistency(prompts: Sequence, completions: Sequence, *, language: 
     verdicts = [[fast_verdict(s, lang, pool_codes) for s in segs] for lang, segs in rows]
     pending = [(i, j) for i, row in enumerate(verdicts) for j, v in enumerate(row) if v is None]
     if pending:
-        found = _probabilities_cached(tuple(dict.fromkeys(rows[i][1][j].text for i, j in pending)), pool, backend)
+        han = [(i, j) for i, j in pending if rows[i][1][j].group == "CJK"]  # no kana, or it was decided
+        other = [(i, j) for i, j in pending if rows[i][1][j].group != "CJK"]
+        found = _probabilities_cached(tuple(dict.fromkeys(rows[i][1][j].text for i, j in other)), pool, backend)
+        found.update(_han_cached(tuple(dict.fromkeys(rows[i][1][j].text for i, j in han))))
         for i, j in pending:
             segment, lang = rows[i][1][j], rows[i][0]
             verdicts[i][j] = _counts(found[segment.text], lang, _writers(segment.group, pool_codes), min_probability)
@@ -168,7 +173,21 @@ def _counts(found: dict | None, language: str, writers: frozenset[str], floor: f
 
 
 _CACHE: dict[tuple, dict | None] = {}
+_HAN: dict[str, dict] = {}
 CACHE_SIZE = 100_000  # segments remembered across calls (the same answers recur step after step)
+
+
+def _han_cached(texts: tuple[str, ...]) -> dict[str, dict]:
+    """Han text without kana between Chinese and Japanese: judged on its characters alone
+    (`mlgrpo.langid.combined.chinese_or_japanese`), cached."""
+    missing = tuple(t for t in texts if t not in _HAN)
+    if missing:
+        from mlgrpo.langid.combined import chinese_or_japanese
+
+        if len(_HAN) + len(missing) > CACHE_SIZE:
+            _HAN.clear()
+        _HAN.update((text, dict(scores)) for text, scores in zip(missing, chinese_or_japanese(missing)))
+    return {t: _HAN[t] for t in texts}
 
 
 def _probabilities_cached(texts: tuple[str, ...], pool, backend: str) -> dict[str, dict | None]:
