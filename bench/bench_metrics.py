@@ -58,10 +58,11 @@ def make_outputs(records: list[dict], n: int, seed: int = 0) -> tuple[list[str],
 def clear_caches() -> None:
     from mlgrpo.evaluation.language import letter_shares
     from mlgrpo.evaluation.tokenization import units
-    from mlgrpo.rewards.language import language_probabilities
+    from mlgrpo.rewards.language import clear_caches
 
-    for cached in (letter_shares, units, language_probabilities):
+    for cached in (letter_shares, units):
         cached.cache_clear()
+    clear_caches()
 
 
 def timed(outputs, rows, metrics=None) -> tuple[float, float]:

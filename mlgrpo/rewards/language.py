@@ -177,6 +177,12 @@ _HAN: dict[str, dict] = {}
 CACHE_SIZE = 100_000  # segments remembered across calls (the same answers recur step after step)
 
 
+def clear_caches() -> None:
+    """Forget every segment judged so far (benchmarks time a new checkpoint's outputs this way)."""
+    _CACHE.clear()
+    _HAN.clear()
+
+
 def _han_cached(texts: tuple[str, ...]) -> dict[str, dict]:
     """Han text without kana between Chinese and Japanese: judged on its characters alone
     (`mlgrpo.langid.combined.chinese_or_japanese`), cached."""
