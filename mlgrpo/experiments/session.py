@@ -182,13 +182,16 @@ def write_views_for(uri: str, experiment_name: str, stream) -> None:
 
 
 def prepare_models(runs, stream) -> None:
-    """Build each tiny model once, here, before workers start (they would otherwise race to build it)."""
+    """Build each tiny model, and the language-ID model every run's language consistency reads, once,
+    here, before workers start (they would otherwise race to build them)."""
+    from mlgrpo.langid.trained import scorer
     from mlgrpo.models.loading import classify_spec, resolve
 
     for spec in sorted({run.model.policy for run in runs}):
         if classify_spec(spec)[0] == "tiny":
             print(f"model {spec}: building or re-using the tiny base model", file=stream, flush=True)
             resolve(spec)
+    scorer()  # prints its own progress when it has to build
 
 
 def print_summary(outcomes: list[dict], stream) -> None:

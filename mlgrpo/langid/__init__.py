@@ -5,8 +5,10 @@
     LanguageIdentifier(["zh", "ja"]).identify_many(texts)  # cached per text
 
 Answers are ISO 639-1 codes, or "und" with confidence 0 when the text has no letters, is garbled,
-mixes languages, or the backend is not confident enough. Backends are found by name in a registry
-("default", "script", "fasttext", "lingua", "langdetect"); heavy models load on first use.
+mixes languages, or the backend is not confident enough; confidences are calibrated per backend.
+Backends are found by name in a registry ("default", "script", "ngram", "fasttext", "lingua",
+"langdetect"); models load on first use, and mlgrpo's own n-gram model (`trained`, trained on the
+package text of `corpus`) is built the first time it is needed, then cached.
 Sits between the data layer and sampling: knows nothing about files, models' training, TRL or MLflow.
 """
 
