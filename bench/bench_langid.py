@@ -181,11 +181,11 @@ def report(texts, guesses, cpu, cli, args) -> str:
     ])
 
 
-CARD = Path(__file__).resolve().parent.parent / "data_cards" / "langid-model.md"
+CARD = Path(__file__).resolve().parent.parent / "data_cards" / "models" / "langid-model.md"
 
 
 def write_card(texts, guesses) -> Path:
-    """data_cards/langid-model.md: what mlgrpo's n-gram model trains on, and how it does on the test split."""
+    """data_cards/models/langid-model.md: what mlgrpo's n-gram model trains on, and how it does on the test split."""
     from importlib.metadata import version
 
     from mlgrpo.langid import corpus, trained

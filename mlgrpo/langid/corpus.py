@@ -2,7 +2,7 @@
 
 The n-gram language model (`mlgrpo.langid.ngram`) is trained on it, and the language-ID and consistency
 benchmarks draw their held-out texts from it. Sources, each with its licence in the data card
-(`mlgrpo/langid/CARD.md`):
+(`data_cards/models/langid-model.md`):
 
     words     babel's CLDR tables of words: calendar words, units, relative dates, measurement systems
     names     babel's CLDR tables of names: countries, languages, scripts, currencies, time-zone cities
