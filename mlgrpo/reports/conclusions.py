@@ -27,6 +27,13 @@ def headline_metrics(metrics: list[str], limit: int = 3) -> list[str]:
 
 
 def fmt(value: float) -> str:
+    """+0.047, -2.014, +123.4; a bound that rounds to zero keeps one digit (-0.0002), or it reads as 0.
+
+    >>> fmt(0.04712), fmt(-0.000198), fmt(123.45), fmt(0.0)
+    ('+0.047', '-0.0002', '+123.5', '+0.000')
+    """
+    if value and abs(value) < 0.0005:
+        return f"{value:+.1g}"
     return f"{value:+.3f}" if abs(value) < 100 else f"{value:+.1f}"
 
 
@@ -69,15 +76,17 @@ def verdict_lines(paired: pd.DataFrame, headline: list[str], seeds: int, min_see
         who = "every arm" if len(arms) == main.arm.nunique() else ", ".join(arms)
         out.append(f"Untestable ({who}): {_rows(group.drop_duplicates(['metric', 'language']))}: {reason}.")
     others = paired[~paired.metric.isin(headline) & paired.verdict.isin(CLAIMS)]
-    for (arm, metric), group in others.groupby(["arm", "metric"], sort=False):
-        for higher, side in group.groupby(group.difference > 0, sort=False):
-            example = side.iloc[(side.difference.abs()).argmax()]
-            out.append(f"Also: {arm} has {'higher' if higher else 'lower'} {metric} on {', '.join(side.language)} "
-                       f"(largest: {where(example.language)} {interval(example)}).")
+    if len(others):
+        parts = [f"{arm}: " + "; ".join(
+            f"{'higher' if higher else 'lower'} {metric} on {', '.join(side.language)}"
+            for (metric, higher), side in group.groupby(["metric", group.difference > 0], sort=False))
+            for arm, group in others.groupby("arm", sort=False)]
+        out.append("Other metrics where an arm differs (sizes in the table of every metric): " + ". ".join(parts) + ".")
     if seeds < min_seeds:
         out.append(f"With {seeds} seed{'s' if seeds != 1 else ''} per arm, every verdict holds for the trained models "
-                   f"these seeds produced, on the held-out prompts; a claim about the algorithm itself needs {min_seeds} "
-                   "seeds (report.min_seeds: the fewest with which a test over seeds can reach p < 0.05).")
+                   f"these seeds produced, on the held-out prompts; a claim about the algorithm itself, and the "
+                   f"probability of improvement over seeds (Agarwal et al. 2021), need {min_seeds} seeds "
+                   "(report.min_seeds: the fewest with which a test over seeds can reach p < 0.05).")
     return out
 
 

@@ -33,7 +33,7 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
            "tab:brown", "tab:olive", "tab:gray", "tab:cyan", "tab:red")
 # Verdicts (mlgrpo.reports.evidence), the same colours as the report's table cells.
 VERDICT_COLOURS = {"better": "#009E73", "worse": "#D55E00", "negligible": "#56B4E9", "no difference": "#6E6E6E",
-                   "unclear": "#E69F00", "untestable": "#B0B0B0"}
+                   "unclear": "#CC79A7", "untestable": "#B0B0B0"}
 ARM_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
 MAX_COLUMNS = 4
 _BAR_COLUMNS = ("language", "arm", "mean", "low", "high")

@@ -271,7 +271,7 @@ table.evidence td { white-space: pre; font-variant-numeric: tabular-nums; font-s
   padding: 0.2rem 0.35rem; }
 table.evidence td.v-better { background: #c8ecdf; color: #0b3d2c; } table.evidence td.v-worse { background: #f7d0bd; color: #5a1f00; }
 table.evidence td.v-negligible { background: #d5ebf8; color: #0f3550; } table.evidence td.v-none { background: #e9e9e9; color: #333; }
-table.evidence td.v-unclear { background: #fbe6b8; color: #4d3500; }
+table.evidence td.v-unclear { background: #f3dcea; color: #4a1f38; }
 table.evidence td.v-untestable { background: #fff; color: #555; font-style: italic; border-style: dashed; }
 """
 

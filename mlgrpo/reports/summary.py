@@ -50,7 +50,7 @@ def answer_section(comp: Comparison, paired: pd.DataFrame, headline: list[str], 
                          "and prompts; macro / worst / gap: the same bootstrap stratified by language, seeds shared.")
     frame, styles = wide_table(main, headline, order)
     table = Table("answer", f"Each arm minus {baseline}: difference [95% interval] and verdict", frame,
-                  note="Green better, orange-red worse, blue negligible, grey no difference, amber unclear, "
+                  note="Green better, orange-red worse, blue negligible, grey no difference, purple unclear, "
                        "white untestable (the reasons are listed above). For the gap, narrower is better.",
                   styles=styles, css_class="evidence")
     improvement = improvement_table(comp, headline, baseline, settings)
@@ -60,9 +60,6 @@ def answer_section(comp: Comparison, paired: pd.DataFrame, headline: list[str], 
                                   "a seed is one run of every language). 0.5: no tendency either way.")
     if improvement.probability.notna().any():
         return Section("The answer", bullets=bullets, figures=[forest], tables=[table, poi]), [table, poi]
-    bullets.append(f"Probability of improvement over seeds (Agarwal et al. 2021): not computed, {seeds} seed"
-                   f"{'s' if seeds != 1 else ''} per arm, fewer than the {settings.min_seeds} a seed-level claim "
-                   "needs (report.min_seeds).")
     return Section("The answer", bullets=bullets, figures=[forest], tables=[table]), [table, poi]
 
 

@@ -6,10 +6,10 @@ import doctest
 
 import pytest
 
-from mlgrpo.reports import improvement, settings
+from mlgrpo.reports import conclusions, improvement, settings
 
 
-@pytest.mark.parametrize("module", [improvement, settings], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [conclusions, improvement, settings], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

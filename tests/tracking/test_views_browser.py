@@ -66,13 +66,15 @@ def store(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def links(store):
-    """{view name: URL} as `mlgrpo ui` prints them, with the server it started kept up for the module."""
-    ui = subprocess.Popen([*CLI, "ui", "--tracking-uri", store, "--port", "0", "--experiment", "quickstart"],
+    """{view name: URL} as `mlgrpo ui` prints them (no --experiment: the store's only mlgrpo experiment, as
+    the README runs it), with the server it started kept up for the module."""
+    ui = subprocess.Popen([*CLI, "ui", "--tracking-uri", store, "--port", "0"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         first = ui.stdout.readline()
         assert first.startswith("MLflow UI: http://127.0.0.1:"), first + ui.stderr.read()
         lines = [ui.stdout.readline() for _ in range(len(EXPECTED) + 2)]
+        assert lines[0].startswith("experiment 'quickstart': runs grouped by arm"), lines[0]
         found = {}
         for line in lines[1:]:
             name, _, url = line.strip().rpartition("  ")
