@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mlgrpo.data.suites import available_suites, item_split, language_items, load_suite
 from mlgrpo.data.suites.base import SuiteSpec
-from mlgrpo.data.suites.loader import DEFAULT_EVAL_SHARE, PROMPT_STYLES, language_name
+from mlgrpo.data.suites.loader import DEFAULT_EVAL_SHARE, language_name
 from mlgrpo.text import dominant_script
 
 EXAMPLE_LANGUAGES = ("de", "ar", "ja")  # one Latin, one right-to-left, one CJK: every suite has them
@@ -82,7 +82,7 @@ def _languages_section(spec: SuiteSpec, shared: Counter) -> str:
 def _prompts_section(spec: SuiteSpec) -> str:
     rows, record = [], None
     for language in EXAMPLE_LANGUAGES:
-        tag, instruct = (load_suite(spec.name, languages=[language], prompt_style=s)[0] for s in PROMPT_STYLES)
+        tag, instruct = (load_suite(spec.name, languages=[language], prompt_style=s)[0] for s in ("tag", "instruct"))
         record = record or tag
         rows.append([f"`{language}`", f"`{tag['prompt']}`", instruct["prompt"], tag["reference"]])
     return (
@@ -93,7 +93,8 @@ def _prompts_section(spec: SuiteSpec) -> str:
         "- `per_language={...}` keeps that many items of the split per language, ranked by a hash of "
         "`<seed>/<key>`: nested (the 20 kept are among the 40 kept) and the same items in every language.\n"
         "- `prompt_style=\"tag\"` (default, for tiny models) and `\"instruct\"` (for chat models); first "
-        "train item:\n\n"
+        "train item below. `\"fewshot\"` (for base models) shows three short train items without placeholders, "
+        "the same in every run, and then the item in the same form.\n\n"
         + _table(["language", "tag", "instruct", "reference"], rows)
         + "\n\nA record (mlgrpo.data.records, plus `item`, `source`, `split`):\n\n```json\n"
         + json.dumps(record, ensure_ascii=False)

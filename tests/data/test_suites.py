@@ -190,6 +190,25 @@ def test_prompt_styles():
     assert instruct["prompt"] == "Write the number 246 in words in German. Answer with the words only."
 
 
+def test_fewshot_prompts_show_short_train_items_never_the_item_itself():
+    from mlgrpo.data.suites.loader import FEWSHOT_EXAMPLES, fewshot_examples
+
+    shots = fewshot_examples("ui", "de", 0.2)
+    train_keys = {r["item"] for r in load_suite("ui", languages=["de"])}
+    assert all(shot.text in train_keys and not set("%{}") & set(shot.text) for shot in shots)
+    held_out = load_suite("ui", languages=["de"], split="eval", prompt_style="fewshot")
+    first = held_out[0]
+    lines = first["prompt"].split("\n")
+    assert lines[-2:] == [f"English: {first['item']}", "German:"]  # the answer is the rest of the last line
+    assert lines[:3] == [f"English: {shots[0].text}", f"German: {shots[0].answers[0]}", ""]
+    assert first["prompt"].count("English: ") == FEWSHOT_EXAMPLES + 1
+    assert len({r["prompt"].rsplit("English: ", 1)[0] for r in held_out}) == 1  # the same examples for every item
+    # a train item that is itself an example gets the next one instead
+    own = next(r for r in load_suite("ui", languages=["de"], prompt_style="fewshot") if r["item"] == shots[0].text)
+    assert f"English: {shots[0].text}\nGerman: " not in own["prompt"].rsplit("English: ", 1)[0]
+    assert own["prompt"].count("English: ") == FEWSHOT_EXAMPLES + 1
+
+
 # --- the project's requirements --------------------------------------------------------------------
 
 

@@ -75,6 +75,7 @@ class SuiteSpec:
     sources: tuple[Source, ...]
     tag_word: str  # the word in tag prompts: "<de> number: 246 ->"
     instruct: str  # English instruction, with {text} and {language} (an English language name)
+    fewshot_label: str  # what a few-shot line calls the item: "English: Save" / "German: Speichern"
     method: str  # how items and references are made (data card prose)
     known_problems: tuple[str, ...]  # data card prose; measured counts are added by the card
     build: Callable[[str], LanguageItems] = field(repr=False, compare=False)

@@ -90,6 +90,7 @@ SPEC = register(
             "What is the name of the country or territory with the ISO 3166-1 code {text} in "
             "{language}? Answer with the name only."
         ),
+        fewshot_label="Country code",
         method=(
             "Items are the ISO 3166-1 alpha-2 codes that pycountry lists, the same in every language; "
             "the prompt shows the code. The reference is CLDR's territory name in the language "

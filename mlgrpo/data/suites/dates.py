@@ -57,6 +57,7 @@ SPEC = register(
             "Write the date {text} (year-month-day) in {language}, in the long form used in running "
             "text. Answer with the date only."
         ),
+        fewshot_label="Date",
         method=(
             f"Items are {COUNT:,} dates from {FIRST_DATE.isoformat()} in steps of {STEP_DAYS} days "
             "(through all days of the month, weekdays and months), the same in every language; the "

@@ -17,8 +17,15 @@ from mlgrpo.data.suites.base import Item, LanguageItems, SuiteSpec, registered
 from mlgrpo.errors import UserError
 
 SPLITS = ("train", "eval")
-PROMPT_STYLES = ("tag", "instruct")
+PROMPT_STYLES = ("tag", "instruct", "fewshot")
 DEFAULT_EVAL_SHARE = 0.2
+# Solved examples in a few-shot prompt: three was enough for gemma-3-270m (a base model) to answer in the
+# asked language, one line, in the examples' form; each example adds ~15 tokens to every rollout.
+FEWSHOT_EXAMPLES = 3
+# A few-shot example must be short and plain: a placeholder such as %(value)s teaches nothing about the
+# language and long help texts crowd the prompt.
+FEWSHOT_MAX_CHARS = 40
+_PLACEHOLDER_CHARS = frozenset("%{}")
 
 
 def available_suites() -> dict[str, SuiteSpec]:
@@ -110,15 +117,38 @@ def language_name(language: str) -> str:
     return Locale.parse(language).get_display_name("en")
 
 
-def render_prompt(spec: SuiteSpec, language: str, text: str, style: str) -> str:
+def render_prompt(spec: SuiteSpec, language: str, text: str, style: str, shots: Sequence[Item] = ()) -> str:
     """The prompt for one item.
 
     "tag" is short and identical in shape across languages and suites ("<de> number: 246 ->"), which
-    a tiny byte-level BPE model learns quickly; "instruct" is an English instruction for chat models.
+    a tiny byte-level BPE model learns quickly; "instruct" is an English instruction for chat models;
+    "fewshot" shows solved `shots` in lines a base model continues ("English: Save\nGerman: Speichern"),
+    ending where the answer goes: the answer is the rest of the line.
     """
     if style == "tag":
         return f"<{language}> {spec.tag_word}: {text} ->"
+    if style == "fewshot":
+        name = language_name(language)
+        solved = "".join(f"{spec.fewshot_label}: {shot.text}\n{name}: {shot.answers[0]}\n\n" for shot in shots)
+        return f"{solved}{spec.fewshot_label}: {text}\n{name}:"
     return spec.instruct.format(text=text, language=language_name(language))
+
+
+def fewshot_examples(name: str, language: str, eval_share: float) -> list[Item]:
+    """The solved examples of few-shot prompts in `language`: short plain train-split items ranked by a
+    fixed hash of their keys, so every run, arm and split shows the same ones, and no eval answer.
+    One more than FEWSHOT_EXAMPLES, so that a train item's own prompt can leave itself out."""
+    def plain(item: Item) -> bool:
+        texts = (item.text, item.answers[0])
+        return all(len(t) <= FEWSHOT_MAX_CHARS and not _PLACEHOLDER_CHARS & set(t) for t in texts)
+
+    pool = [item for item in language_items(name, language).items
+            if item_split(name, item.key, eval_share) == "train" and plain(item)]
+    pool.sort(key=lambda item: hashlib.sha256(f"fewshot/{item.key}".encode("utf-8")).digest())
+    if len(pool) < FEWSHOT_EXAMPLES + 1:
+        raise UserError(f"suite {name!r} has {len(pool)} short train items in {language!r}, fewer than the "
+                        f"{FEWSHOT_EXAMPLES + 1} few-shot prompts need; use prompt_style tag or instruct")
+    return pool[: FEWSHOT_EXAMPLES + 1]
 
 
 def _languages(spec: SuiteSpec, languages: Sequence[str] | None, per_language: Mapping | None) -> list[str]:
@@ -196,14 +226,17 @@ def load_suite(
                     f"{eval_share}), but per_language asks for {wanted}; ask for at most {len(items)}"
                 )
             items = subsample(items, wanted, seed)
-        records.extend(_record(spec, language, item, split, prompt_style) for item in items)
+        examples = fewshot_examples(name, language, eval_share) if prompt_style == "fewshot" else []
+        for item in items:
+            shots = [shot for shot in examples if shot.key != item.key][:FEWSHOT_EXAMPLES]
+            records.append(_record(spec, language, item, split, prompt_style, shots))
     return records
 
 
-def _record(spec: SuiteSpec, language: str, item: Item, split: str, prompt_style: str) -> dict:
+def _record(spec: SuiteSpec, language: str, item: Item, split: str, prompt_style: str, shots: list[Item]) -> dict:
     return {
         "id": f"{spec.name}/{language}/{item.key}",
-        "prompt": render_prompt(spec, language, item.text, prompt_style),
+        "prompt": render_prompt(spec, language, item.text, prompt_style, shots),
         "reference": item.answers[0],
         "answers": list(item.answers),
         "language": language,

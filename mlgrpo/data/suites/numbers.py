@@ -74,6 +74,7 @@ SPEC = register(
         sources=(RBNF, NUM2WORDS),
         tag_word="number",
         instruct="Write the number {text} in words in {language}. Answer with the words only.",
+        fewshot_label="Number",
         method=(
             "Items are the whole numbers 0 to 999, the same 1,000 in every language. The reference is "
             "CLDR's plain `spellout-cardinal` rule set as unicode-rbnf renders it, or CLDR's "

@@ -116,6 +116,7 @@ SPEC = register(
             'Translate this user-interface text from English into {language}: "{text}". '
             "Answer with the translation only."
         ),
+        fewshot_label="English",
         method=(
             "Items are the English strings (msgid) of Django's catalogues: the core one "
             "(django/conf/locale) and those of the contrib apps, read with Python's gettext. The "
