@@ -71,7 +71,7 @@ def _critic(algorithm) -> Any:
         return "none"
     ppo = algorithm.ppo
     out = {"model": ppo.value_model, "cliprange_value": ppo.cliprange_value, "warmup_steps": ppo.warmup_steps}
-    if ppo.value_model == "separate":  # its own AdamW and clip; a head learns through the policy's loss
+    if ppo.value_model in ("separate", "lora"):  # its own AdamW and clip; a head learns through the policy's loss
         out.update(learning_rate=ppo.value_learning_rate, max_grad_norm=ppo.max_grad_norm)
     else:
         out["vf_coef"] = ppo.vf_coef
@@ -99,10 +99,12 @@ def update_view(update, args: dict) -> dict[str, Any]:
     }
 
 
-def schedule_warning(arm: str, update) -> str | None:
+def schedule_warning(arm: str, update, algorithm: str) -> str | None:
     """The validate warning for an arm whose policy ratio can never leave 1, or None."""
     if update.ratio_can_leave_one:
         return None
+    degenerate = {"ppo": "PPO is then actor-critic with GAE, its value clip idle too",
+                  "grpo": "GRPO is then a policy gradient with a group baseline"}[algorithm]
     return (f"arm {arm!r}: one optimiser step per rollout (update.minibatches 1, update.epochs 1): the policy ratio "
-            "is always 1, so the clipped objectives never clip (PPO is then actor-critic with GAE, and its value "
-            "clip never acts either); set update.minibatches (e.g. 4) or update.epochs above 1")
+            f"is always 1, so the clipped objective never clips ({degenerate}); set update.minibatches (e.g. 4) or "
+            "update.epochs above 1")

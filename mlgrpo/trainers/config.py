@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from mlgrpo.algorithms import KL_ESTIMATORS, AdvantageConfig
 from mlgrpo.errors import UserError
 
-VALUE_MODELS = ("separate", "head")
+VALUE_MODELS = ("separate", "head", "lora")
 KL_PLACEMENTS = ("auto", "reward", "loss")
 ALGORITHMS = ("grpo", "ppo")
 # Where each algorithm puts the KL with placement "auto": PPO as a per-token penalty in the reward
@@ -122,9 +122,11 @@ class PPOSettings:
 
     # "separate": a value model of the policy's architecture, initialised from the policy's backbone, with
     # its own optimiser and learning rate (classic RLHF). "head": a linear value head on the policy's
-    # backbone, trained through the policy's loss with weight vf_coef (cheaper, shares features).
+    # backbone, trained through the policy's loss with weight vf_coef (cheaper, shares features). "lora" (LoRA
+    # policies): its own adapter on the policy's frozen base and a head, with its own optimiser; costs little
+    # more memory than GRPO (trainers/critic.py).
     value_model: str = "separate"
-    # Learning rate of the separate critic's AdamW.
+    # Learning rate of the separate (or LoRA) critic's AdamW.
     value_learning_rate: float = 1e-4
     # Weight of the value loss when value_model="head" (it shares the policy's optimiser).
     vf_coef: float = 0.1

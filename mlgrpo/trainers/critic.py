@@ -5,24 +5,33 @@ as in classic RLHF where the critic starts from the policy or the reward model),
 optimiser. "head": the policy's own backbone object with a new head: the value loss then flows into the
 policy's parameters too. LoRA adapters stay on the policy: the copy is taken from the base model, so the
 critic has none (the method notes' advice: no adapters on the critic).
+"lora": for a LoRA policy, a second adapter (CRITIC_ADAPTER, the policy's LoRA settings) on the policy's
+frozen base, and a head; the critic's forward and backward run inside `critic_forward`, which makes its
+adapter the active one (peft's set_adapter) and gives the policy's back after. The critic then costs its
+adapter and head, not a second model: PPO + LoRA at about GRPO + LoRA's memory (reports/benchmarks.md).
 `critic_optimizer_step` steps the critic's own optimiser on gradients the shared fp16 GradScaler scaled.
 Knows nothing about TRL, rewards or MLflow.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
+
+CRITIC_ADAPTER = "critic"  # the LoRA critic's adapter name on the policy's PeftModel
 
 
 class ValueModel(nn.Module):
     """V(s_t) = head(h_t) for each position t; h_t the backbone's last hidden state."""
 
-    def __init__(self, backbone: nn.Module, hidden_size: int) -> None:
+    def __init__(self, backbone: nn.Module, hidden_size: int, adapter: str | None = None) -> None:
         super().__init__()
         self.backbone = backbone
+        self.adapter = adapter  # the peft adapter that must be active in the backbone for V (None: no switch)
         self.head = nn.Linear(hidden_size, 1)
         # A zero head starts V at 0 everywhere: the first GAE advantages are then the plain returns, and
         # a random head's noise does not leak into the first policy updates.
@@ -55,10 +64,18 @@ def base_model(policy: nn.Module) -> nn.Module:
 
 
 def build_value_model(policy: nn.Module, mode: str) -> ValueModel:
-    """A critic for `policy`: a float32 copy of its backbone ("separate") or its backbone ("head")."""
+    """A critic for `policy`: a float32 copy of its backbone ("separate"), its backbone ("head"), or its
+    backbone with a critic adapter beside the policy's ("lora"; `policy` must be a peft model)."""
     base = base_model(policy)
     backbone = base.base_model  # transformers: the decoder without the LM head (Qwen2Model, LlamaModel ...)
     hidden = base.config.hidden_size
+    if mode == "lora":
+        if base is policy:
+            raise ValueError("a LoRA critic needs a LoRA policy (a peft model) whose frozen base it shares")
+        policy_adapter = policy.active_adapter
+        policy.add_adapter(CRITIC_ADAPTER, copy.deepcopy(policy.peft_config[policy_adapter]))
+        policy.set_adapter(policy_adapter)  # the policy's adapter active and trainable, the critic's frozen
+        return ValueModel(backbone, hidden, adapter=CRITIC_ADAPTER)
     if mode == "separate":
         if base is not policy:  # PEFT injects adapter layers in place: copy, then take them out again
             backbone = copy.deepcopy(policy).unload().base_model
@@ -75,9 +92,39 @@ def build_value_model(policy: nn.Module, mode: str) -> ValueModel:
 
 def trainable_critic_parameters(critic: ValueModel, policy: nn.Module) -> list[nn.Parameter]:
     """The critic's parameters that the policy's optimiser does not already own (all of them when
-    separate; only the head when it sits on the policy's backbone)."""
+    separate; only the head when it sits on the policy's backbone; its adapter and head when "lora")."""
+    if critic.adapter is not None:
+        marker = f".{critic.adapter}."
+        return [p for name, p in critic.named_parameters() if marker in name or name.startswith("head.")]
     owned = {id(p) for p in policy.parameters()}
     return [p for p in critic.parameters() if id(p) not in owned and p.requires_grad]
+
+
+def is_critic_tensor(critic: ValueModel, key: str, mode: str) -> bool:
+    """Whether a key of the critic's state_dict is the critic's own (saved with its checkpoint) rather than
+    the policy's, which the policy's checkpoint already holds."""
+    if mode == "separate":
+        return True
+    return key.startswith("head.") or (critic.adapter is not None and f".{critic.adapter}." in key)
+
+
+@contextlib.contextmanager
+def critic_forward(policy: nn.Module, critic: ValueModel) -> Iterator[None]:
+    """Run the critic's forward (and backward) with its adapter active; the policy's adapter comes back after.
+
+    peft's set_adapter also sets requires_grad: only the active adapter's weights are trainable, so the
+    backward must run inside the block too, and the policy's optimiser (built from trainable parameters)
+    never holds the critic's adapter. A no-op for critics without an adapter.
+    """
+    if critic.adapter is None:
+        yield
+        return
+    policy_adapter = policy.active_adapter
+    policy.set_adapter(critic.adapter)
+    try:
+        yield
+    finally:
+        policy.set_adapter(policy_adapter)
 
 
 def critic_optimizer_step(optimizer: torch.optim.Optimizer, parameters: list[nn.Parameter], max_grad_norm: float,

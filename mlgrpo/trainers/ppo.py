@@ -30,7 +30,8 @@ from mlgrpo.algorithms import KL_ESTIMATORS, GroupKeys, compute_advantages, kl_p
 from mlgrpo.algorithms.losses import clipped_value_loss, explained_variance, masked_mean
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.critic import (
-    base_model, build_value_model, completion_values, critic_optimizer_step, trainable_critic_parameters,
+    base_model, build_value_model, completion_values, critic_forward, critic_optimizer_step, is_critic_tensor,
+    trainable_critic_parameters,
 )  # fmt: skip
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer, RolloutAdvantages
 
@@ -46,11 +47,15 @@ class PPOTrainer(MultilingualGRPOTrainer):
             raise UserError("PPOTrainer needs an AlgorithmConfig with name 'ppo' (AlgorithmConfig.ppo_default())")
         super().__init__(*args, algorithm=algorithm, **kwargs)
         settings = algorithm.ppo
-        if self.accelerator.num_processes > 1 and settings.value_model == "head":
-            raise UserError("ppo.value_model: head is single-process only; use value_model: separate with several processes")
+        if self.accelerator.num_processes > 1 and settings.value_model in ("head", "lora"):
+            raise UserError(f"ppo.value_model: {settings.value_model} is single-process only (it shares the policy's "
+                            "backbone); use value_model: separate with several processes")
         if getattr(self, "is_deepspeed_enabled", False):
             raise UserError("PPO's critic is not prepared for DeepSpeed yet; run PPO without DeepSpeed (GRPO supports it)")
         policy = self.accelerator.unwrap_model(self.model)
+        if settings.value_model == "lora" and base_model(policy) is policy:
+            raise UserError("ppo.value_model: lora puts the critic's adapter on a LoRA policy's frozen base; set "
+                            "model.lora, or use value_model: separate or head for full fine-tuning")
         critic = build_value_model(policy, settings.value_model).to(self.accelerator.device)
         params = trainable_critic_parameters(critic, policy)
         # The model is prepared (DDP averages its gradients); the optimiser is not: accelerate's prepared
@@ -76,7 +81,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     def _advantages(self, rewards: Tensor, keys: GroupKeys, output: dict, local: slice) -> RolloutAdvantages:
         mask = output["completion_mask"].to(torch.float32)
-        with torch.no_grad():
+        with torch.no_grad(), self._critic_forward():
             values = completion_values(
                 self.critic, output["prompt_ids"], output["prompt_mask"], output["completion_ids"],
                 output["completion_mask"],
@@ -134,14 +139,21 @@ class PPOTrainer(MultilingualGRPOTrainer):
             self._critic_backward(inputs)
         return loss
 
+    def _critic_forward(self):
+        """The critic's adapter active around its forward and backward (value_model "lora"; else no-op)."""
+        return critic_forward(self.accelerator.unwrap_model(self.model), self.accelerator.unwrap_model(self.critic))
+
     def _critic_backward(self, inputs) -> None:
         mask = inputs["value_mask"]  # rows without a reward have no value target
-        values = completion_values(
-            self.critic, inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"], inputs["completion_mask"]
-        ).float()
-        out = clipped_value_loss(values, inputs["old_values"], inputs["returns"], mask, self.algorithm.ppo.cliprange_value)
-        scale = self.algorithm.ppo.vf_coef if self.algorithm.ppo.value_model == "head" else 1.0
-        self.accelerator.backward(scale * out.loss / self.current_gradient_accumulation_steps)
+        with self._critic_forward():
+            values = completion_values(
+                self.critic, inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"],
+                inputs["completion_mask"],
+            ).float()
+            out = clipped_value_loss(values, inputs["old_values"], inputs["returns"], mask,
+                                     self.algorithm.ppo.cliprange_value)
+            scale = self.algorithm.ppo.vf_coef if self.algorithm.ppo.value_model == "head" else 1.0
+            self.accelerator.backward(scale * out.loss / self.current_gradient_accumulation_steps)
         self._metrics["train"]["ppo/value_loss"].append(self.accelerator.gather(out.loss.detach()).mean().item())
         self._metrics["train"]["ppo/value_clipfrac"].append(self.accelerator.gather(out.clipfrac).mean().item())
 
@@ -181,14 +193,11 @@ class PPOTrainer(MultilingualGRPOTrainer):
             folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
             os.makedirs(folder, exist_ok=True)
             critic = self.accelerator.unwrap_model(self.critic)
-            state = {k: v.contiguous() for k, v in critic.state_dict().items() if not self._is_policy_tensor(k)}
+            mode = self.algorithm.ppo.value_model
+            state = {k: v.contiguous() for k, v in critic.state_dict().items() if is_critic_tensor(critic, k, mode)}
             save_file(state, os.path.join(folder, CRITIC_WEIGHTS))
             torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER))
         super()._save_checkpoint(model, trial)
-
-    def _is_policy_tensor(self, key: str) -> bool:
-        """With a value head on the policy's backbone, the backbone is saved with the policy already."""
-        return self.algorithm.ppo.value_model == "head" and not key.startswith("head.")
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
