@@ -3,7 +3,7 @@
     completions (+ dataset columns) -> reward functions (registry) -> per-language transform
       -> guard (bad values counted, zeroed or fatal) -> list[float | None] per function -> TRL
 
-Built-in rewards: exact_match, chrf (answers.py); length, format (shape.py); language_consistency
+Built-in rewards: exact_match, chrf (answers.py); numeric_answer (numeric.py); length, format (shape.py); language_consistency
 (language.py); reward_model (model.py). `build_reward_functions` turns a RewardConfig into TRL-ready
 functions and weights; `check_requirements` fails early when the data lacks a needed column.
 
@@ -13,7 +13,7 @@ transformers/torch only when a reward model scores something.
 
 from __future__ import annotations
 
-from mlgrpo.rewards import answers, language, model, shape  # noqa: F401  (registers the built-in rewards)
+from mlgrpo.rewards import answers, language, model, numeric, shape  # noqa: F401  (registers the built-in rewards)
 from mlgrpo.rewards.build import (
     BoundReward,
     MissingColumn,

@@ -10,7 +10,8 @@ from mlgrpo.rewards.registry import REQUIRED
 
 
 def test_built_in_rewards_are_registered():
-    assert reward_names() == ["chrf", "exact_match", "format", "language_consistency", "length", "reward_model"]
+    assert reward_names() == ["chrf", "exact_match", "format", "language_consistency", "length", "numeric_answer",
+                              "reward_model"]
 
 
 TYPOS = [("exact_mach", "exact_match"), ("chrF", "chrf"), ("rewardmodel", "reward_model"),
