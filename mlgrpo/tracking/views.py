@@ -12,7 +12,7 @@ What a view holds: runs grouped by their `arm` tag with the mean over seeds (gro
 runs listed under their arm (the parent sits apart, under "Additional runs"), a few named sections of
 charts in our order (isAccordionReordered), one chart per language so a chart's lines are the arms.
 The UI adds a chart for every metric no card names, so every other metric of the experiment gets a
-deleted (hidden) card: a view shows only what it is about.
+deleted (hidden) card, in no section: a view shows only what it is about.
 
 Pure functions (keys in, JSON out) plus `write_views`, which reads the runs and sets the tags.
 """
@@ -144,8 +144,6 @@ def view_state(view: View, all_keys: Iterable[str], stepped: set[str], groups: i
     for j, key in enumerate(sorted(set(all_keys) - shown)):
         cards.append({"uuid": f"{hidden}-c{j}", "type": "LINE" if key in stepped else "BAR", "metricKey": key,
                       "metricSectionId": hidden, "deleted": True, "isGenerated": False})
-    sections.append({"uuid": hidden, "name": "Other metrics", "display": False, "isReordered": True, "deleted": True,
-                     "isGenerated": False})
     return {
         "compareRunCharts": cards, "compareRunSections": sections, "isAccordionReordered": True,
         "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": GROUP_TAG}]},
@@ -231,7 +229,7 @@ def write_views(uri: str, experiment_name: str) -> tuple[str, list[View], list[s
     for run in runs:
         for metric in run.to_proto().data.metrics:
             keys.add(metric.key)
-            if metric.step >= 1:
+            if metric.step >= 1 and "/summary/" not in metric.key:  # end-of-run totals: a bar per arm, not a dot
                 stepped.add(metric.key)
         languages.update(dict.fromkeys(x for x in run.data.tags.get("languages", "").split(",") if x))
         arms.add(run.data.tags.get(GROUP_TAG))

@@ -50,7 +50,8 @@ def test_the_state_shows_its_charts_grouped_by_arm_and_hides_every_other_metric(
     assert shown == list(view.keys())
     assert {c["metricKey"] for c in cards} == KEYS  # every key has a card, so the UI adds none of its own
     sections = {s["uuid"]: s for s in state["compareRunSections"]}
-    assert all(sections[c["metricSectionId"]]["deleted"] == c["deleted"] for c in cards)
+    assert [s["name"] for s in sections.values()] == [s.title for s in view.sections]  # no section for hidden cards
+    assert all((c["metricSectionId"] in sections) != c["deleted"] for c in cards)
     train = next(c for c in cards if c["metricKey"] == "train/reward/en")
     assert train["type"] == "LINE" and train["lineSmoothness"] > 0 and not train["useGlobalLineSmoothing"]
     assert next(c for c in cards if c["metricKey"] == "system/samples_per_sec")["type"] == "BAR"  # logged once
