@@ -1,7 +1,7 @@
 """`mlgrpo model`: build the embedded tiny base model, and describe a saved model folder.
 
     mlgrpo model build-tiny [--suite numbers] [--languages en,ru,ja,sw] [--seed 0] [--out DIR] [--force]
-    mlgrpo model info PATH
+    mlgrpo model info PATH       (a folder, or gemma-3-270m / a .gguf file: converted once, then described)
 
 Parses arguments, calls mlgrpo.models, prints. Progress goes to stderr, results to stdout.
 """
@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     build.set_defaults(handler=run_build)
 
     info = sub.add_parser("info", help="describe a saved model folder (architecture, size, build facts)")
-    info.add_argument("path", help="model folder")
+    info.add_argument("path", help="model folder, or gemma-3-270m / a .gguf file (converted first if need be)")
     info.add_argument("--json", action="store_true", help="print as JSON")
     info.set_defaults(handler=run_info)
 
@@ -65,8 +65,12 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_info(args: argparse.Namespace) -> int:
     from mlgrpo.models.info import describe
+    from mlgrpo.models.loading import classify_spec, resolve
 
-    _print(describe(args.path), as_json=args.json)
+    path = args.path
+    if classify_spec(path)[0] in ("packaged", "gguf"):  # converted once, then described like any folder
+        path = resolve(path)
+    _print(describe(path), as_json=args.json)
     return 0
 
 
@@ -80,6 +84,14 @@ def _print(summary: dict, *, as_json: bool) -> None:
           f"{f'{params:,}' if params else '?'} parameters")
     build = summary.get("build")
     if not build:
+        return
+    if "gguf_sha256" in build:  # a GGUF conversion (mlgrpo.models.gguf), not a tiny build
+        source = build["source"]
+        origin = source.get("upstream", source.get("path"))
+        print(f"  converted from GGUF (sha256 {build['gguf_sha256'][:16]}...): {origin}; "
+              f"conversion {build['wall_seconds']} s")
+        if "license" in source:
+            print(f"  license: {source['license']}")
         return
     settings, warm = build["settings"], build["warm_start"]
     print(f"  suite {settings['suite']}, languages {','.join(settings['languages'])}, seed {settings['seed']}")

@@ -2,10 +2,11 @@
 
     runs (arm x seed, with run names and config hashes), every setting in which the arms differ in what
     they train with, defaults included (one column per arm), the update schedule of each arm, the rows
-    per language (train / held-out eval), warnings, notes, and "OK"
+    per language (train / held-out eval), each arm's estimated peak memory on this machine's device
+    (experiments/memory.py), warnings, notes, and "OK"
 
-Nothing trains and no model is loaded; the data is read (suites take a second). The work is in
-mlgrpo.experiments; this module parses arguments and formats.
+Nothing trains and no weights are loaded (the memory estimate reads configs and the tokenizer); the data
+is read (suites take a second). The work is in mlgrpo.experiments; this module parses arguments and formats.
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def validate(args: argparse.Namespace) -> int:
     from mlgrpo.experiments import load_experiment
 
+    from mlgrpo.experiments.memory import plan_memory
+
     experiment = load_experiment(args.experiment)
-    print(json.dumps(plan_json(experiment), ensure_ascii=False) if args.json else render(experiment))
+    memory = plan_memory(experiment)
+    print(json.dumps(plan_json(experiment, memory), ensure_ascii=False) if args.json else render(experiment, memory))
     return 0
 
 
-def plan_json(experiment) -> dict:
+def plan_json(experiment, memory=None) -> dict:
     from mlgrpo.experiments.diff import ABSENT
 
     return {
@@ -49,11 +53,20 @@ def plan_json(experiment) -> dict:
         "warnings": list(experiment.warnings),
         "data": {code: {"train": rows[0], "eval": rows[1]} for code, rows in experiment.data_summary.items()},
         "notes": list(experiment.notes),
+        "memory": memory_json(memory),
         "ok": True,
     }
 
 
-def render(experiment) -> str:
+def memory_json(memory) -> dict | None:
+    if memory is None or isinstance(memory, str):
+        return {"unavailable": memory} if memory else None
+    return {"device": memory.device, "available_bytes": memory.available, "runs_at_once": memory.concurrent,
+            "arms": {a.arm: {"peak_bytes": a.peak, "terms": a.terms} for a in memory.arms},
+            "fit": memory.fit.to_json(), "warnings": memory.warnings}
+
+
+def render(experiment, memory=None) -> str:
     from mlgrpo.experiments.diff import show
 
     runs = experiment.plan()
@@ -79,12 +92,26 @@ def render(experiment) -> str:
     lines += ["", "rows per language:"]
     lines += table(["language", "train", "eval"],
                    [[code, str(n_train), str(n_eval)] for code, (n_train, n_eval) in experiment.data_summary.items()])
-    if experiment.warnings:
-        lines += ["", "warnings:", *(f"  - {warning}" for warning in experiment.warnings)]
+    lines += memory_lines(memory)
+    warnings = [*experiment.warnings, *(memory.warnings if memory and not isinstance(memory, str) else [])]
+    if warnings:
+        lines += ["", "warnings:", *(f"  - {warning}" for warning in warnings)]
     if experiment.notes:
         lines += ["", "notes:", *(f"  - {note}" for note in experiment.notes)]
     lines += ["", "OK"]
     return "\n".join(lines)
+
+
+def memory_lines(memory) -> list[str]:
+    """Each arm's estimated peak memory (experiments/memory.py), or why there is none."""
+    from mlgrpo.experiments.memory import summary
+
+    if memory is None:
+        return []
+    if isinstance(memory, str):
+        return ["", f"estimated peak memory: {memory}"]
+    title, header, rows, notes = summary(memory)
+    return ["", title, *table(header, rows), *(f"  ({note})" for note in notes)]
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:

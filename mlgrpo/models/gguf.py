@@ -110,8 +110,7 @@ def folder_for(gguf_sha256: str, models_dir: str | Path | None = None) -> Path:
 
 def _cached(root: Path, digest: str, label: str, source: Callable[[Path], Path], packaged: PackagedGGUF | None,
             progress: Callable[[str], None] | None) -> Path:
-    key = cache_key(digest)
-    final = root / f"gguf-{key}"
+    key, final = cache_key(digest), folder_for(digest, root)
     if is_complete(final, key):
         return final
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -165,8 +164,11 @@ def _convert(gguf_file: Path, out: Path) -> dict:
         with _one_metadata_parse():
             tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
             model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype="float32")
+    except ImportError as exc:  # transformers asks for the gguf package
+        raise UserError(f"reading GGUF files needs the gguf package: pip install gguf==0.19.0 ({exc})") from None
     except (ValueError, KeyError, OSError) as exc:  # unsupported architecture, a corrupt or truncated file
-        raise UserError(f"transformers cannot load {gguf_file} as a causal language model: {exc}") from None
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"transformers cannot load {gguf_file} as a causal language model: {reason}") from None
     # The dequantised weights are plain float32: drop the marks of the GGUF quantiser, which save_pretrained
     # refuses to serialise, so that the folder loads as an ordinary model.
     model.hf_quantizer, model.is_quantized, model.quantization_method = None, False, None

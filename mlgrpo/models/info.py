@@ -46,6 +46,6 @@ def describe(folder: str | Path) -> dict:
     }
     info = read_build_info(folder)
     if info:
-        summary["build"] = {k: info[k] for k in ("settings", "warm_start", "final_exact_match", "samples",
-                                                 "wall_seconds", "versions") if k in info}
+        summary["build"] = {k: info[k] for k in ("kind", "settings", "warm_start", "final_exact_match", "samples",
+                                                 "gguf_sha256", "source", "wall_seconds", "versions") if k in info}
     return summary

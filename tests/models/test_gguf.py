@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -46,10 +47,10 @@ def test_a_missing_gguf_file_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_gemma_converts_once_to_safetensors_and_a_gguf_path_finds_the_same_folder(tmp_path):
+def test_gemma_converts_once_to_safetensors_and_a_gguf_path_finds_the_same_folder(tmp_path, capsys):
     from mlgrpo.models.loading import resolve
 
-    folder = resolve("gemma-3-270m")  # converted once per machine (the gemma experiment's test shares it)
+    folder = Path(resolve("gemma-3-270m"))  # converted once per machine (the gemma experiment's test shares it)
     names = sorted(p.name for p in folder.iterdir())
     assert "model.safetensors" in names and "tokenizer.json" in names
     assert not [n for n in names if n.endswith((".bin", ".pt", ".pkl", ".gguf"))]  # nothing pickled, no GGUF left
@@ -59,7 +60,22 @@ def test_gemma_converts_once_to_safetensors_and_a_gguf_path_finds_the_same_folde
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     assert "quantization_config" not in config
     assert config == json.loads(GEMMA_3_270M.config_path.read_text(encoding="utf-8"))  # the shipped copy
+    from mlgrpo import cli
+
+    assert cli.main(["model", "info", "gemma-3-270m"]) == 0
+    shown = capsys.readouterr().out
+    assert "Gemma3ForCausalLM: 18 layers, hidden 640, vocab 262144, 268,098,176 parameters" in shown
+    assert "license: Gemma Terms of Use (https://ai.google.dev/gemma/terms)" in shown
     # the same file given as a path: hashed, and the same cache folder (no second conversion)
     path = _assemble(GEMMA_3_270M, tmp_path)
     assert sha256_file(path) == GEMMA_3_270M.sha256
     assert resolve_gguf(str(path)) == folder == folder_for(GEMMA_3_270M.sha256)
+
+
+def test_a_file_that_is_not_gguf_is_refused_in_one_line_and_nothing_is_published(tmp_path):
+    bad = tmp_path / "notes.gguf"
+    bad.write_bytes(b"these are not the GGUF magic bytes" * 10)
+    models = tmp_path / "models"
+    with pytest.raises(UserError, match=r"transformers cannot load .*notes\.gguf as a causal language model") as caught:
+        resolve_gguf(str(bad), models_dir=models, progress=lambda line: None)
+    assert "\n" not in str(caught.value) and list(models.iterdir()) == []

@@ -1,0 +1,128 @@
+"""What a GRPO or PPO run holds in memory at its peak, from first principles, with three fitted constants.
+
+    exact terms     policy weights, gradients and AdamW's two moments of what trains (all of it, or the
+                    LoRA adapter, kept in float32 by peft), the critic (a float32 copy of the backbone with its
+                    own gradients and AdamW; a head; or its own adapter and head), frozen copies (TRL's
+                    reference model when a KL is on without LoRA; mlgrpo run's evaluation reference), and
+                    the generation KV cache (2 x layers x kv width x tokens)
+    fitted terms    the process itself (interpreter, torch, transformers, TRL, the tokenizer: CPU RSS only),
+                    activations per layer x hidden x token of a training micro-batch (kept at each layer's
+                    input under gradient checkpointing), and the float32 (tokens, vocab) logit tensors alive
+                    at once in the loss
+
+PPO holds two training graphs at once: the critic's forward and backward run while the policy's graph
+waits for its backward (trainers/ppo.py). The constants are fitted by bench/bench_scale.py to peak memory
+measured at 0.6M to 268M parameters and stored beside this file (memory_fit.json), with the error on the
+points they were fitted to. Pure arithmetic over parameter counts (models/shape.py): knows nothing
+about torch, trainers' code or YAML.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mlgrpo.models.shape import Counts
+
+FIT_FILE = Path(__file__).with_name("memory_fit.json")
+ADAM_STATES = 2  # exp_avg and exp_avg_sq, in the parameter's dtype
+LORA_BYTES = 4  # peft keeps adapter weights in float32 (autocast_adapter_dtype), whatever the base's dtype
+CRITIC_BYTES = 4  # the separate critic is a float32 copy (trainers/critic.py)
+LOGIT_BYTES = 4  # TRL's log-softmax over the vocabulary is taken in float32
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What an arm trains and how big its batches are."""
+
+    algorithm: str  # "grpo" or "ppo"
+    critic: str | None  # PPO's value_model: "separate", "head" or "lora"; None for GRPO
+    weight_bytes: int  # 4 (float32) or 2 (bfloat16, float16)
+    rollout: int  # completions generated at once (the generation batch)
+    micro_batch: int  # completions in one forward and backward
+    prompt_tokens: int  # the longest prompt (batches are padded to it)
+    completion_tokens: int  # max_completion_length
+    reference: bool = False  # a frozen copy of the policy for the KL (kl.coef > 0 without LoRA)
+    eval_copy: bool = False  # mlgrpo run's frozen initial policy for held-out KL (no LoRA, < 1B parameters)
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    base: float  # bytes of the process before the model (CPU RSS; 0 on a GPU, whose allocator counts tensors only)
+    activation: float  # bytes per layer x hidden x token of a training micro-batch
+    logit_copies: float  # float32 (tokens, vocab) tensors alive at once
+
+
+def terms(shape: Counts, work: Workload, coef: Coefficients) -> dict[str, float]:
+    """Each term of the peak in bytes; their sum is the estimate."""
+    lora = shape.lora > 0
+    trained, trained_bytes = (shape.lora, LORA_BYTES) if lora else (shape.parameters, work.weight_bytes)
+    out = {
+        "process": coef.base,
+        "weights": shape.parameters * work.weight_bytes + (shape.lora * LORA_BYTES if lora else 0),
+        "gradients": trained * trained_bytes,
+        "optimizer": ADAM_STATES * trained * trained_bytes,
+        "critic": _critic(shape, work),
+        "frozen_copies": (int(work.reference) + int(work.eval_copy)) * shape.parameters * work.weight_bytes,
+        "kv_cache": 2 * shape.layers * shape.kv_width * work.weight_bytes * work.rollout
+        * (work.prompt_tokens + work.completion_tokens),
+    }
+    graphs = 2 if work.algorithm == "ppo" else 1
+    tokens = work.micro_batch * (work.prompt_tokens + work.completion_tokens)
+    out["activations"] = graphs * coef.activation * shape.layers * shape.hidden * tokens
+    out["logits"] = coef.logit_copies * LOGIT_BYTES * work.micro_batch * work.completion_tokens * shape.vocab
+    return out
+
+
+def _critic(shape: Counts, work: Workload) -> float:
+    head = (shape.hidden + 1) * CRITIC_BYTES * (1 + 1 + ADAM_STATES)
+    if work.critic is None:
+        return 0.0
+    if work.critic == "separate":
+        return shape.backbone * CRITIC_BYTES * (1 + 1 + ADAM_STATES) + head
+    if work.critic == "lora":
+        return shape.lora * LORA_BYTES * (1 + 1 + ADAM_STATES) + head
+    return head  # "head": the backbone is the policy's, its gradients counted with the policy's
+
+
+def estimate(shape: Counts, work: Workload, coef: Coefficients) -> float:
+    """Estimated peak memory in bytes."""
+    return sum(terms(shape, work, coef).values())
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Fitted coefficients and how well they matched the measurements they came from."""
+
+    cpu: Coefficients
+    points: int  # measured (size, arm) points the fit used
+    median_error: float  # |estimate - measured| / measured, over those points
+    max_error: float
+    # each model size predicted by a fit without it: size -> its largest error there
+    cross_validated: dict[str, float]
+    command: str  # what measured them
+    date: str
+
+    @property
+    def cross_validated_max_error(self) -> float:
+        return max(self.cross_validated.values(), default=float("nan"))
+
+    def gpu(self) -> Coefficients:
+        """On a GPU torch.cuda.max_memory_allocated counts tensors only: no process term."""
+        return Coefficients(base=0.0, activation=self.cpu.activation, logit_copies=self.cpu.logit_copies)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "cpu": asdict(self.cpu)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Fit:
+        return cls(**{**data, "cpu": Coefficients(**data["cpu"])})
+
+
+def load_fit(path: Path = FIT_FILE) -> Fit | None:
+    """The stored fit, or None before bench_scale has produced one."""
+    try:
+        return Fit.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
