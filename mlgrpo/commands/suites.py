@@ -49,6 +49,9 @@ def list_suites(args: argparse.Namespace) -> int:
     for name, spec in available_suites().items():
         print(f"{name}: {spec.description}")
         print(f"  sources: {', '.join(f'{s} ({s.license})' for s in spec.sources)}")
+        if spec.missing:
+            print(f"  not installed; add it with: {'; '.join(spec.missing)}")
+            continue
         items = {language: language_items(name, language).items for language in spec.languages}
         total = sum(map(len, items.values()))
         held_out = sum(

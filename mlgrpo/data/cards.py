@@ -26,16 +26,17 @@ SHARED_COLUMN = "reference also another language's"
 
 
 def _table(headers: list[str], rows: list[list]) -> str:
-    def line(cells: list) -> str:  # a "|" inside a cell (UI strings have some) would split it
-        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+    def line(cells: list) -> str:  # a "|" (UI strings) or a line break (gsm's prompts) would split the row
+        return "| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", "<br>") for cell in cells) + " |"
 
     return "\n".join([line(headers), "|" + "---|" * len(headers), *map(line, rows)])
 
 
 def _script(name: str, language: str) -> str:
-    """The script most of the first SCRIPT_SAMPLE references are written in ("Latin", "Han", ...)."""
+    """The script most of the first SCRIPT_SAMPLE references are written in ("Latin", "Han", ...); for
+    references without letters (gsm's numbers), the script of the item's text."""
     items = language_items(name, language).items[:SCRIPT_SAMPLE]
-    scripts = Counter(dominant_script(item.answers[0])[0] for item in items)
+    scripts = Counter(dominant_script(item.answers[0])[0] or dominant_script(item.text)[0] for item in items)
     return scripts.most_common(1)[0][0] or "none"
 
 
@@ -85,6 +86,7 @@ def _prompts_section(spec: SuiteSpec) -> str:
         tag, instruct = (load_suite(spec.name, languages=[language], prompt_style=s)[0] for s in ("tag", "instruct"))
         record = record or tag
         rows.append([f"`{language}`", f"`{tag['prompt']}`", instruct["prompt"], tag["reference"]])
+    extra = ", `solution`" if "solution" in record else ""
     return (
         "## Splits and prompts\n\n"
         "- An item is in `eval` when the SHA-256 of `<suite>/<key>`, read as a fraction of 2^64, is below "
@@ -96,7 +98,7 @@ def _prompts_section(spec: SuiteSpec) -> str:
         "train item below. `\"fewshot\"` (for base models) shows three short train items without placeholders, "
         "the same in every run, and then the item in the same form.\n\n"
         + _table(["language", "tag", "instruct", "reference"], rows)
-        + "\n\nA record (mlgrpo.data.records, plus `item`, `source`, `split`):\n\n```json\n"
+        + f"\n\nA record (mlgrpo.data.records, plus `item`, `source`, `split`{extra}):\n\n```json\n"
         + json.dumps(record, ensure_ascii=False)
         + "\n```"
     )

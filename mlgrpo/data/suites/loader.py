@@ -121,8 +121,8 @@ def render_prompt(spec: SuiteSpec, language: str, text: str, style: str, shots: 
     """The prompt for one item.
 
     "tag" is short and identical in shape across languages and suites ("<de> number: 246 ->"), which
-    a tiny byte-level BPE model learns quickly; "instruct" is an English instruction for chat models;
-    "fewshot" shows solved `shots` in lines a base model continues ("English: Save\nGerman: Speichern"),
+    a tiny byte-level BPE model learns quickly; "instruct" is an instruction for chat models (English; gsm:
+    the package's native one); "fewshot" shows solved `shots` in lines a base model continues ("English: Save\nGerman: Speichern"),
     ending where the answer goes: the answer is the rest of the line.
     """
     if style == "tag":
@@ -131,7 +131,8 @@ def render_prompt(spec: SuiteSpec, language: str, text: str, style: str, shots: 
         name = language_name(language)
         solved = "".join(f"{spec.fewshot_label}: {shot.text}\n{name}: {shot.answers[0]}\n\n" for shot in shots)
         return f"{solved}{spec.fewshot_label}: {text}\n{name}:"
-    return spec.instruct.format(text=text, language=language_name(language))
+    native = spec.instruction(language) if spec.instruction else ""
+    return spec.instruct.format(text=text, language=language_name(language), instruction=native)
 
 
 def fewshot_examples(name: str, language: str, eval_share: float) -> list[Item]:
@@ -210,7 +211,8 @@ def load_suite(
     seed          chooses the subsample; the split does not depend on it
 
     Each record has the standard fields plus `item` (the source key shown in the prompt: "246",
-    "DE", the English UI string), `source` (packages and versions) and `split`.
+    "DE", the English UI string), `source` (packages and versions) and `split`; and `solution`, a worked
+    solution, where the suite has one (gsm).
     """
     spec = get_spec(name)
     _check_options(split, eval_share, prompt_style, per_language)
@@ -234,6 +236,7 @@ def load_suite(
 
 
 def _record(spec: SuiteSpec, language: str, item: Item, split: str, prompt_style: str, shots: list[Item]) -> dict:
+    solution = {} if item.solution is None else {"solution": item.solution}
     return {
         "id": f"{spec.name}/{language}/{item.key}",
         "prompt": render_prompt(spec, language, item.text, prompt_style, shots),
@@ -244,4 +247,5 @@ def _record(spec: SuiteSpec, language: str, item: Item, split: str, prompt_style
         "item": item.text,
         "source": item.source,
         "split": split,
+        **solution,
     }
