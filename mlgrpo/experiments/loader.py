@@ -295,11 +295,21 @@ def resolve_arm(name: str, merged: Mapping, overrides: Mapping, context: _Contex
         raise ConfigError(("training",), str(exc)) from None
     sampler_plain = None if sampler is None else {k: v for k, v in to_plain(sampler).items() if k != "seed"}
     resolved = {"model": to_plain(model), "data": to_plain(context.data), "algorithm": to_plain(algorithm),
-                "kl": to_plain(kl), "update": to_plain(update), "sampler": sampler_plain, "rewards": to_plain(rewards),
+                "kl": to_plain(kl), "update": to_plain(update), "sampler": sampler_plain, "rewards": _plain_rewards(rewards),
                 "training": to_plain(training), "evaluation": to_plain(context.evaluation)}
     effective = effective_view(algorithm, kl, update, sampler, rewards, model.lora, args)
     declared = tuple(leaf_paths(overrides))
     return ArmConfig(name, algorithm, sampler, rewards, training, model, update, kl, resolved, effective, declared)
+
+
+def _plain_rewards(rewards) -> dict[str, Any]:
+    """The rewards as resolved: a reward without `clip` reads as it did before the key existed, so that an arm
+    that does not clip keeps its config hash (and its finished runs are still found)."""
+    plain = to_plain(rewards)
+    for spec in plain["rewards"]:
+        if spec["clip"] is None:
+            del spec["clip"]
+    return plain
 
 
 def parse_rewards(raw: Any, path: tuple = ("rewards",)):
@@ -312,7 +322,7 @@ def parse_rewards(raw: Any, path: tuple = ("rewards",)):
         # RewardSpec's fields as YAML gives them; from_dict assumes these kinds (a numeric name would
         # reach difflib), so they are checked here, at the item's line.
         kinds = {"name": str, "weight": float, "label": str | None, "params": dict[str, Any],
-                 "per_language": dict[str, dict[str, float]]}
+                 "per_language": dict[str, dict[str, float]], "clip": dict[str, float]}
         for i, item in enumerate(items):
             for key, value in (item.items() if isinstance(item, Mapping) else ()):
                 if key in kinds:

@@ -11,6 +11,7 @@ bad rewards. YAML maps 1:1 onto these fields; unknown keys are errors naming the
       - name: reward_model
         params: {path: ./rm}
         per_language: {sw: {scale: 0.2, offset: -0.5}}
+        clip: {min: -5.0, max: 5.0}   # or {lower_quantile: 0.05, upper_quantile: 0.95}: winsorised per batch
 
 Knows nothing about trainers, advantages or MLflow.
 """
@@ -34,6 +35,37 @@ _LABEL = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True)
+class RewardClip:
+    """Bounds on one reward's values in training, before the weighted sum (mlgrpo.algorithms.reward_clip).
+
+    min / max: fixed bounds. lower_quantile / upper_quantile: the quantiles of the reward's values in each
+    generation batch (winsorising). Both kinds may be given; the tighter bound wins. Evaluation scores the
+    unclipped reward, so every arm is measured on the same scale.
+    """
+
+    min: float | None = None
+    max: float | None = None
+    lower_quantile: float | None = None
+    upper_quantile: float | None = None
+
+    def __post_init__(self) -> None:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        if all(v is None for v in values.values()):
+            raise UserError("clip: give min and/or max (fixed bounds), or lower_quantile and/or upper_quantile "
+                            "(winsorising); remove clip to leave the reward as it is")
+        for name, value in values.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                                      or not math.isfinite(value)):
+                raise UserError(f"clip.{name} must be a finite number, got {value!r}")
+        for name in ("lower_quantile", "upper_quantile"):
+            if values[name] is not None and not 0.0 <= values[name] <= 1.0:
+                raise UserError(f"clip.{name} must be in [0, 1] (a share of the batch), got {values[name]!r}")
+        for low, high in (("min", "max"), ("lower_quantile", "upper_quantile")):
+            if values[low] is not None and values[high] is not None and values[low] >= values[high]:
+                raise UserError(f"clip.{low} ({values[low]}) must be below clip.{high} ({values[high]})")
+
+
+@dataclass(frozen=True)
 class RewardSpec:
     """One reward in the mix.
 
@@ -41,6 +73,7 @@ class RewardSpec:
     params: the reward's parameters (keyword-only arguments of its function). label: the name TRL
     logs it under (default `name`; needed to use one reward twice). per_language: language code ->
     LanguageAffine applied to this reward's values (transform.py); needs a `language` column.
+    clip: bounds on its values in training (RewardClip), applied after the language transform.
     """
 
     name: str
@@ -48,6 +81,7 @@ class RewardSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
     label: str | None = None
     per_language: Mapping[str, LanguageAffine] = field(default_factory=dict)
+    clip: RewardClip | None = None
 
     def __post_init__(self) -> None:
         entry = get_reward(self.name)
@@ -136,6 +170,13 @@ def _spec_from_dict(item: Any, where: str) -> RewardSpec:
     for key, value in (("params", params), ("per_language", per_language)):
         if not isinstance(value, Mapping):
             raise UserError(f"{where}: {key} must be a mapping, got {value!r}")
+    clip = item.get("clip")
+    if clip is not None:
+        _reject_unknown(clip, {f.name for f in fields(RewardClip)}, f"{where}: clip")
+        try:
+            clip = RewardClip(**clip)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
     table = {}
     for lang, affine in per_language.items():
         _reject_unknown(affine, {"scale", "offset"}, f"{where}: per_language.{lang}")
@@ -145,6 +186,6 @@ def _spec_from_dict(item: Any, where: str) -> RewardSpec:
             raise UserError(f"{where}: per_language.{lang}: {exc}") from None
     try:
         return RewardSpec(name=item["name"], weight=item.get("weight", 1.0), params=dict(params),
-                          label=item.get("label"), per_language=table)
+                          label=item.get("label"), per_language=table, clip=clip)
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None

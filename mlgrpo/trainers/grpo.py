@@ -38,6 +38,7 @@ from trl.trainer.utils import RepeatSampler
 from mlgrpo.algorithms import (
     WEIGHTINGS, GroupKeys, InterGroupRows, compute_advantages, group_stats, inter_group_change,
 )  # fmt: skip
+from mlgrpo.algorithms.reward_clip import ColumnBounds, clip_rewards
 from mlgrpo.errors import UserError
 from mlgrpo.rewards import helper as consistency_helper
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
@@ -76,7 +77,8 @@ class BatchRows:
     # Share of each of this process's completions in its row's language (None: no letters), being measured
     # in the background; None on the generation batches that no log reads (see _consistency).
     consistency: Future | None
-    rewards_per_func: Tensor  # (N, F) raw reward of each function, NaN where it returned None
+    rewards_per_func: Tensor  # (N, F) reward of each function (clipped where set), NaN where it returned None
+    clip_metrics: dict[str, Tensor]  # rewards/<name>/clipped_low ... of the functions with bounds
 
 
 @dataclass
@@ -97,6 +99,8 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
                       and beta must be 0 otherwise (KLConfig.trl_beta gives the value). None: no KL.
     sampler:          SamplerConfig for LanguageSampler; None keeps TRL's RepeatSampler (compatibility).
     reward_guard:     the RewardGuard that wraps the reward functions, so its counts are logged.
+    reward_clip:      one RewardClip (or None) per reward function: bounds on its values in training
+                      (algorithms.reward_clip), applied to the gathered batch before anything reads it.
     language_column:  the dataset column with each row's ISO 639-1 code.
     Every other argument is trl.GRPOTrainer's.
     """
@@ -108,6 +112,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         kl: KLConfig | None = None,
         sampler: SamplerConfig | None = None,
         reward_guard=None,
+        reward_clip=None,
         language_column: str = "language",
         **kwargs,
     ) -> None:
@@ -116,6 +121,8 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         self.kl.check(self.algorithm.name)
         self.sampler_config = sampler
         self.reward_guard = reward_guard
+        self._reward_bounds = [None if c is None else ColumnBounds(c.min, c.max, c.lower_quantile, c.upper_quantile)
+                               for c in reward_clip or ()]
         self.language_column = language_column
         self._rows: BatchRows | None = None
         self._language_sampler: LanguageSampler | None = None
@@ -199,6 +206,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards_per_func, clip_metrics = self._clip_rewards(rewards_per_func)  # TRL's reward logs see these too
         self._rows = BatchRows(
             prompts=gather_object([_prompt_text(p) for p in prompts]),
             languages=gather_object([str(x.get(self.language_column) or "und") for x in inputs]),
@@ -206,8 +214,27 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
             completion_lengths=gather_object([len(ids) for ids in completion_ids_list]),
             consistency=self._consistency(prompts, completions, inputs),
             rewards_per_func=rewards_per_func,
+            clip_metrics=clip_metrics,
         )
         return rewards_per_func
+
+    def _clip_rewards(self, rewards_per_func: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        """The gathered (N, F) rewards with each function's bounds applied, and what was clipped; unchanged
+        without bounds. Every process clips the same gathered batch, so quantile bounds agree across ranks."""
+        if not any(self._reward_bounds):
+            return rewards_per_func, {}
+        if len(self._reward_bounds) != rewards_per_func.shape[1]:
+            raise UserError(f"reward_clip has {len(self._reward_bounds)} entries for {rewards_per_func.shape[1]} "
+                            "reward functions; give one (or None) per function")
+        raw_means = rewards_per_func.nanmean(0)
+        out = clip_rewards(rewards_per_func, self._reward_bounds)
+        metrics = {}
+        for f, name in enumerate(self.reward_func_names):
+            if self._reward_bounds[f] is not None:
+                metrics.update({f"rewards/{name}/raw_mean": raw_means[f], f"rewards/{name}/clip_low": out.low[f],
+                                f"rewards/{name}/clip_high": out.high[f], f"rewards/{name}/clipped_low": out.clipped_low[f],
+                                f"rewards/{name}/clipped_high": out.clipped_high[f]})
+        return out.rewards, metrics
 
     def _consistency(self, prompts, completions, inputs) -> Future | None:
         """Language consistency of each completion (DeepSeek-R1's language-consistency measure), logged
@@ -306,6 +333,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         # grouping pools prompts).
         sizes = group_stats(scalar, keys.prompt_ids, 0).count
         metrics["groups/mean_size"] = sizes.mean()
+        metrics.update(rows.clip_metrics)  # bounds and clipped shares of the functions with reward_clip
         return metrics
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:

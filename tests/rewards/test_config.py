@@ -8,6 +8,7 @@ import pytest
 
 from mlgrpo.errors import UserError
 from mlgrpo.rewards import LanguageAffine, RewardConfig, RewardSpec
+from mlgrpo.rewards.config import RewardClip
 
 YAML_SHAPE = {
     "on_bad_reward": "fail",
@@ -17,6 +18,13 @@ YAML_SHAPE = {
         {"name": "chrf", "weight": 2, "per_language": {"SW": {"scale": 0.2, "offset": -0.5}}},
     ],
 }
+
+
+def test_clip_maps_one_to_one_and_defaults_to_none():
+    config = RewardConfig.from_dict({"rewards": [{"name": "chrf", "clip": {"lower_quantile": 0.05, "max": 1.0}},
+                                                 {"name": "exact_match"}]})
+    assert config.rewards[0].clip == RewardClip(max=1.0, lower_quantile=0.05)
+    assert config.rewards[1].clip is None
 
 
 def test_from_dict_maps_one_to_one():
@@ -47,6 +55,12 @@ def test_from_dict_maps_one_to_one():
         ({"rewards": [{"name": "chrf"}], "on_bad_reward": "zeroes"}, r"\(did you mean 'zero'\?\)"),
         ({"rewards": [{"name": "chrf"}, {"name": "chrf"}]},
          "two rewards are named 'chrf'; give one a distinct `label`"),
+        ({"rewards": [{"name": "chrf", "clip": {"maximum": 1}}]}, r"rewards\[0\]: clip: unknown key 'maximum' "
+                                                                   r"\(did you mean 'max'\?\)"),
+        ({"rewards": [{"name": "chrf", "clip": {}}]}, "clip: give min and/or max"),
+        ({"rewards": [{"name": "chrf", "clip": {"min": 1, "max": 0}}]}, r"clip.min \(1\) must be below clip.max"),
+        ({"rewards": [{"name": "chrf", "clip": {"upper_quantile": 95}}]}, r"clip.upper_quantile must be in \[0, 1\]"),
+        ({"rewards": [{"name": "chrf", "clip": {"max": math.nan}}]}, "clip.max must be a finite number"),
     ],
 )
 def test_errors_say_what_and_where(data, message):
