@@ -284,3 +284,18 @@ def schedule_lines(comp: Comparison) -> list[str]:
                    f"epoch(s): {u['steps_per_rollout']} optimiser steps per rollout (policy ratio {u['policy_ratio']}); "
                    f"KL {kl}")
     return out
+
+
+def runs_table(comp: Comparison, metrics: list[str]) -> pd.DataFrame:
+    """One row per run: its status, wall time and, per metric, the macro held-out value at the first and the
+    last evaluation (eval/<metric>/macro), so that "every run ends above its start" can be read off."""
+    rows = []
+    for arm in comp.arms:
+        for seed, run in sorted(comp.runs[arm].items()):
+            row = {"arm": arm, "seed": seed, "status": run.status, "wall time (s)": wall_seconds(run)}
+            for metric in metrics:
+                history = run.history.get(f"eval/{metric}/macro", [])
+                first, last = (history[0][1], history[-1][1]) if len(history) > 1 else (math.nan, math.nan)
+                row[f"{metric} start"], row[f"{metric} end"] = first, last
+            rows.append(row)
+    return pd.DataFrame(rows)

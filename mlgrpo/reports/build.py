@@ -107,6 +107,8 @@ def _assemble(comp: Comparison, folder: Path, progress, settings: ReportConfig) 
                              "its rise to the final value (mean of the last 3 steps); mean over seeds."),
         "cost": Table("cost", "Cost", analysis.cost_table(comp),
                       "Mean over seeds; ratio rows divide each arm by the baseline arm."),
+        "runs": Table("runs", "Every run, start and end", analysis.runs_table(comp, headline),
+                      "Macro held-out value of each headline metric at the first and the last evaluation."),
     }
     progress("drawing figures")
     figures = curve_figures(comp, final, headline, folder, band_seeds=settings.min_seeds)
@@ -114,7 +116,8 @@ def _assemble(comp: Comparison, folder: Path, progress, settings: ReportConfig) 
         answer,
         Section("Setup", bullets=_setup(comp), tables=[tables["differences"]], collapsed=True),
         Section("Training curves", figures=figures["curves"], collapsed=True),
-        Section("Final metrics", tables=[tables["final_metrics"]], figures=figures["final"], collapsed=True),
+        Section("Final metrics", tables=[tables["final_metrics"], tables["runs"]], figures=figures["final"],
+                collapsed=True),
         Section("Paired differences, every metric", tables=[tables["paired_differences"]], collapsed=True),
         Section("Stability", tables=[tables["stability"]], collapsed=True),
         Section("Convergence", tables=[tables["convergence"]], collapsed=True),

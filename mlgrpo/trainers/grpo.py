@@ -275,8 +275,9 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
             for field, column in INTER_GROUP_COLUMNS.items():
                 output[column] = getattr(result.regularizer_rows, field)[local]
         scalar = rewards if rewards.dim() == 1 else self._objective_total(rewards)
-        replace_advantage_logs(self, mode, result.per_row.tolist(), group_stats(scalar, torch.zeros_like(keys.prompt_ids)).std[0]
-                               if scalar.numel() else 0.0, metrics["adv/frac_zero_std"])
+        # TRL logged the statistics of its own advantages; these are the ones trained on.
+        reward_std = group_stats(scalar, torch.zeros_like(keys.prompt_ids)).std[0]  # the batch's, ddof 1, as TRL
+        replace_advantage_logs(self, mode, result.per_row.tolist(), reward_std, metrics["adv/frac_zero_std"])
         metrics.update(self._language_metrics(rows, scalar, keys))
         if rows.consistency is not None:  # measured in the background; `log` adds it to this window's metrics
             self._pending_consistency.append((mode, rows.consistency, len(inputs), keys.lang_ids, keys.languages))

@@ -48,3 +48,18 @@ def test_the_setup_states_each_arms_schedule():
     assert len(lines) == 3
     assert lines["ppo"] == ("ppo: rollouts of 256 completions (16 prompts), 4 minibatches of 64 completions, 1 epoch(s): "
                         "4 optimiser steps per rollout (policy ratio moves within a rollout); KL off")
+
+
+def test_every_run_is_listed_with_its_start_and_end():
+    def record(arm, seed, start, end):
+        return RunRecord(run_id=f"{arm}{seed}", name=f"{arm}-seed{seed}", status="FINISHED", params={}, metrics={},
+                         tags={"arm": arm, "seed": str(seed), "languages": "en", "algorithm": arm},
+                         history={"eval/reward/total/macro": [(0, start), (100, 0.0), (250, end)]},
+                         start_ms=1_000, end_ms=91_000, artifacts={})
+
+    comp = comparison_from(ExperimentRecord("q", "sqlite:///x.db", None, [record("ppo", 0, 0.65, 0.71),
+                                                                         record("grpo", 0, 0.65, 0.64)]))
+    table = analysis.runs_table(comp, ["reward/total", "chrf"]).set_index("arm")
+    assert table.loc["ppo", "reward/total start"] == 0.65 and table.loc["ppo", "reward/total end"] == 0.71
+    assert table.loc["grpo", "reward/total end"] < table.loc["grpo", "reward/total start"]  # shown, not hidden
+    assert table.loc["grpo", "wall time (s)"] == 90.0 and table["chrf start"].isna().all()  # not logged: NaN
