@@ -32,7 +32,7 @@ class AdvantageConfig:
     # Rows whose rewards give the std that advantages are divided by: group (the baseline group),
     # language, batch, or none. This is the method notes' "advantage normalisation": it is on by
     # default (grpo divides by the group std) and "none" turns it off. None means the estimator's own
-    # convention: grpo group, reinforce_pp batch, dr_grpo, rloo and gae none.
+    # convention: grpo group, reinforce_pp and reinforce_pp_token batch, dr_grpo, rloo and gae none.
     std_scope: str | None = None
     # Delta degrees of freedom of every std: 1 = sample std (TRL, torch.std); 0 = population std.
     ddof: int = 1
