@@ -18,7 +18,9 @@ from mlgrpo.errors import UserError
 
 VALUE_MODELS = ("separate", "head", "lora")
 KL_PLACEMENTS = ("auto", "reward", "loss")
-ALGORITHMS = ("grpo", "ppo")
+ALGORITHMS = ("grpo", "ppo", "sft")
+SFT_TARGETS = ("answers", "solution")
+SFT_BUDGETS = ("samples", "time")
 # Where each algorithm puts the KL with placement "auto": PPO as a per-token penalty in the reward
 # (Ziegler et al. 2019, Ouyang et al. 2022; verl use_kl_in_reward, OpenRLHF's default), GRPO as a loss
 # term (Shao et al. 2024, DeepSeekMath; TRL's beta, verl use_kl_loss).
@@ -60,6 +62,9 @@ class KLConfig:
 
     def check(self, algorithm: str) -> None:
         """The combinations no trainer implements, refused with the reason."""
+        if algorithm == "sft" and self.coef != 0:
+            raise UserError(f"kl.coef {self.coef}: the SFT arm trains on the references and has no KL to the initial "
+                            "policy; give the sft arm its own `kl: {coef: 0}`")
         where = self.placed(algorithm)
         if algorithm == "grpo" and where == "reward":
             raise UserError("kl.placement reward needs per-token rewards, which GRPO's group estimators do not "
@@ -149,15 +154,47 @@ class PPOSettings:
 
 
 @dataclass(frozen=True)
+class SFTSettings:
+    """The supervised control arm (algorithm name "sft"): "is RL worth it here at all?"
+
+    It reads the RL arms' prompts in their order (the same sampler and seed), the same number of completions per
+    optimiser step, and trains on the records' accepted answers with the token-mean cross-entropy instead of
+    generating (trainers/sft.py).
+    """
+
+    # "answers": each record's accepted answers; the k-th copy of a prompt in its group of num_generations
+    # trains on answer k (cyclically), so every accepted spelling is seen. "solution": the record's worked
+    # solution column (the gsm suite has one).
+    target: str = "answers"
+    # "samples": as many completions as the RL arms (training.max_steps steps of the same batch). "time": until
+    # `seconds` of training wall time (the Trainer's runtime, the report's "wall time"), at most max_steps steps.
+    budget: str = "samples"
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.target not in SFT_TARGETS:
+            raise UserError(f"sft.target must be one of {', '.join(SFT_TARGETS)}, got {self.target!r}")
+        if self.budget not in SFT_BUDGETS:
+            raise UserError(f"sft.budget must be one of {', '.join(SFT_BUDGETS)}, got {self.budget!r}")
+        if self.budget == "time" and not (self.seconds is not None and self.seconds > 0):
+            raise UserError(f"sft.seconds must be > 0 with budget time (the wall time to train for), got {self.seconds!r}")
+        if self.budget == "samples" and self.seconds is not None:
+            raise UserError("sft.seconds is set but sft.budget is samples; set budget: time, or remove seconds")
+
+
+@dataclass(frozen=True)
 class AlgorithmConfig:
     """What differs between GRPO-family arms and PPO. YAML keys map 1:1 onto the fields."""
 
-    # "grpo": group-relative advantages, no critic. "ppo": a critic and per-token GAE.
+    # "grpo": group-relative advantages, no critic. "ppo": a critic and per-token GAE. "sft": the supervised
+    # control arm (no rollouts, no advantages; see SFTSettings).
     name: str = "grpo"
     # The advantage estimator, grouping, std scope and shaping options (see AdvantageConfig).
     advantage: AdvantageConfig = field(default_factory=AdvantageConfig)
     # PPO's critic settings; rejected when changed for "grpo", which has no critic.
     ppo: PPOSettings = field(default_factory=PPOSettings)
+    # The SFT arm's target and budget; rejected when changed for another algorithm.
+    sft: SFTSettings = field(default_factory=SFTSettings)
 
     def __post_init__(self) -> None:
         if self.name not in ALGORITHMS:
@@ -173,8 +210,11 @@ class AlgorithmConfig:
                 "advantage.estimator gae needs a critic: use algorithm name: ppo, or a group estimator "
                 "(grpo, dr_grpo, rloo, reinforce_pp, reinforce_pp_token) for GRPO"
             )
-        if self.name == "grpo" and self.ppo != PPOSettings():
-            raise UserError("algorithm.ppo settings are set but algorithm.name is grpo: GRPO has no critic")
+        if self.name != "ppo" and self.ppo != PPOSettings():
+            raise UserError(f"algorithm.ppo settings are set but algorithm.name is {self.name}: "
+                            f"{self.name.upper()} has no critic")
+        if self.name != "sft" and self.sft != SFTSettings():
+            raise UserError(f"algorithm.sft settings are set but algorithm.name is {self.name}; set name: sft")
 
     @classmethod
     def ppo_default(cls) -> AlgorithmConfig:

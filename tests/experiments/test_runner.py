@@ -116,8 +116,11 @@ def test_run_under_torchrun_trains_each_run_once_on_two_ranks(tmp_path):
     client, runs = runs_of(f"sqlite:///{tmp_path}/mlflow.db", "trimmed-quickstart")
     for run in runs:
         if "mlflow.parentRunId" in run.data.tags:
+            # rewards come with each rollout (update.minibatches 2: steps 1 and 3); the loss with every step
             steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/reward/en")]
-            assert steps == sorted(set(steps)) and len(steps) == 4
+            assert steps == [1, 3], (run.info.run_name, steps)
+            steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")]
+            assert steps == [1, 2, 3, 4], (run.info.run_name, steps)
 
 
 @pytest.mark.slow
@@ -154,7 +157,10 @@ def test_quickstart_with_four_workers_on_one_sqlite_store(tmp_path, reliability)
         f"{arm}-seed{seed}" for arm in ("ppo", "grpo", "grpo-lang-balanced") for seed in (0, 1))
     for run in children:
         assert run.info.status == "FINISHED", run.info.run_name
+        # one rollout per 4 optimiser steps (update.minibatches 4): rewards at steps 1 and 5, the loss at each
         train = [m.step for m in client.get_metric_history(run.info.run_id, "train/reward/macro")]
+        assert sorted(train) == [1, 5], (run.info.run_name, train)
+        train = [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")]
         assert sorted(train) == list(range(1, 9)), (run.info.run_name, train)
         evals = [m.step for m in client.get_metric_history(run.info.run_id, "eval/exact_match/sw")]
         assert sorted(evals) == [0, 4, 8], (run.info.run_name, evals)
