@@ -9,6 +9,7 @@
 - weighting.py:   one reward per completion from the reward columns (TRL's nansum rule, or all required);
 - kl.py:          KL estimators k1, k2, k3 (registry); ppo.py: PPO's token rewards and per-token KL penalty;
 - config.py:      AdvantageConfig; advantages.py: compute_advantages, the trainer's entry point;
+- dynamic_sampling.py: DAPO's constant-group test and the groups that fill a batch;
 - losses.py:      PPO's clipped value loss and explained variance (imported directly by the PPO trainer).
 
 This package knows nothing about models, tokenizers, datasets, trainers or MLflow: importing it imports
@@ -17,6 +18,7 @@ torch and nothing of transformers, trl or mlflow (tests/algorithms checks this i
 
 from mlgrpo.algorithms.advantages import AdvantageResult, compute_advantages
 from mlgrpo.algorithms.config import STD_SCOPES, AdvantageConfig
+from mlgrpo.algorithms.dynamic_sampling import constant_groups, select_groups
 from mlgrpo.algorithms.estimators import (
     ESTIMATORS, EstimatorBatch, EstimatorParams, EstimatorSpec, register_estimator, whiten_tokens,
 )  # fmt: skip
@@ -56,6 +58,7 @@ __all__ = [
     "all_scored",
     "any_scored",
     "compute_advantages",
+    "constant_groups",
     "dense_index",
     "group_max",
     "group_stats",
@@ -67,6 +70,7 @@ __all__ = [
     "pair_ids",
     "register_estimator",
     "scheduled_temperature",
+    "select_groups",
     "stable_hash",
     "temperature_advantages",
     "token_rewards",

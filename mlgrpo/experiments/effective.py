@@ -4,7 +4,8 @@ The resolved config holds what the YAML says with mlgrpo's dataclass defaults fi
 still differ in what they do without one key of it differing (PPO's critic and its KL placement are
 defaults; TRL's own defaults never appear). The effective view states, per arm:
 
-    algorithm   name and advantage settings, std_scope as in force (the estimator's convention if unset)
+    algorithm   name and advantage settings, std_scope as in force (the estimator's convention if unset),
+                and dynamic sampling ("off", or its rounds and tolerance)
     critic      "none", or the critic PPO trains (model, learning rate, value clip, grad clip, warm-up)
     kl          "off", or {coef, estimator, placement: reward | loss} as the trainer applies it
     update      the schedule in completions and optimiser steps (per process), and whether the policy
@@ -54,7 +55,7 @@ def effective_view(algorithm, kl, update, sampler, rewards, lora, grpo_args) -> 
     args = grpo_args.to_dict()
     advantage = to_plain(algorithm.advantage)
     advantage["std_scope"] = algorithm.advantage.scale_scope
-    method = {"name": algorithm.name, "advantage": advantage}
+    method = {"name": algorithm.name, "advantage": advantage, "dynamic_sampling": _dynamic(algorithm)}
     if algorithm.name == "sft":  # no rollouts, no advantages (the rest of the block is unused): its target and budget
         advantage.update(estimator="none", std_scope="none")
         method["sft"] = to_plain(algorithm.sft)
@@ -71,6 +72,11 @@ def effective_view(algorithm, kl, update, sampler, rewards, lora, grpo_args) -> 
     if algorithm.name == "sft":
         view["update"]["policy_ratio"] = "none (SFT trains on the references)"
     return view
+
+
+def _dynamic(algorithm) -> Any:
+    dynamic = algorithm.dynamic_sampling
+    return {"max_rounds": dynamic.max_rounds, "tolerance": dynamic.tolerance} if dynamic.enabled else "off"
 
 
 def _critic(algorithm) -> Any:

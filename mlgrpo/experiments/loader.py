@@ -294,12 +294,21 @@ def resolve_arm(name: str, merged: Mapping, overrides: Mapping, context: _Contex
     except UserError as exc:
         raise ConfigError(("training",), str(exc)) from None
     sampler_plain = None if sampler is None else {k: v for k, v in to_plain(sampler).items() if k != "seed"}
-    resolved = {"model": to_plain(model), "data": to_plain(context.data), "algorithm": to_plain(algorithm),
+    resolved = {"model": to_plain(model), "data": to_plain(context.data), "algorithm": _plain_algorithm(algorithm),
                 "kl": to_plain(kl), "update": to_plain(update), "sampler": sampler_plain, "rewards": _plain_rewards(rewards),
                 "training": to_plain(training), "evaluation": to_plain(context.evaluation)}
     effective = effective_view(algorithm, kl, update, sampler, rewards, model.lora, args)
     declared = tuple(leaf_paths(overrides))
     return ArmConfig(name, algorithm, sampler, rewards, training, model, update, kl, resolved, effective, declared)
+
+
+def _plain_algorithm(algorithm) -> dict[str, Any]:
+    """The algorithm as resolved: without dynamic sampling it reads as it did before the key existed, so that an
+    arm that does not use it keeps its config hash (as _plain_rewards does for clip)."""
+    plain = to_plain(algorithm)
+    if not algorithm.dynamic_sampling.enabled:
+        del plain["dynamic_sampling"]
+    return plain
 
 
 def _plain_rewards(rewards) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 - grpo.py:    MultilingualGRPOTrainer (trl.GRPOTrainer + registry advantages, language sampler, metrics)
 - ppo.py:     PPOTrainer (the same engine + a critic, GAE and a clipped value loss)
 - sft.py:     SupervisedTrainer (the same engine and data order, the records' answers instead of rollouts)
+- dynamic.py: DAPO's dynamic sampling: constant groups dropped, the rollout refilled with fresh prompts
 - critic.py:  the value model and its optimiser step; metrics.py: pure reducers
 - config.py:  AlgorithmConfig / PPOSettings, KLConfig (one KL for every arm), UpdateSchedule (minibatches, epochs)
 - guard.py:   skips and counts optimiser steps whose loss or gradient is non-finite (a mixin of both)
@@ -11,12 +12,12 @@
 Knows nothing about MLflow or experiment files: metrics leave through TRL's log() to callbacks.
 """
 
-from mlgrpo.trainers.config import AlgorithmConfig, KLConfig, PPOSettings, SFTSettings, UpdateSchedule
+from mlgrpo.trainers.config import AlgorithmConfig, DynamicSampling, KLConfig, PPOSettings, SFTSettings, UpdateSchedule
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
 from mlgrpo.trainers.ppo import PPOTrainer
 from mlgrpo.trainers.sft import SupervisedTrainer
 
 TRAINERS = {"grpo": MultilingualGRPOTrainer, "ppo": PPOTrainer, "sft": SupervisedTrainer}
 
-__all__ = ["TRAINERS", "AlgorithmConfig", "KLConfig", "MultilingualGRPOTrainer", "PPOSettings", "PPOTrainer",
+__all__ = ["TRAINERS", "AlgorithmConfig", "DynamicSampling", "KLConfig", "MultilingualGRPOTrainer", "PPOSettings", "PPOTrainer",
            "SFTSettings", "SupervisedTrainer", "UpdateSchedule"]

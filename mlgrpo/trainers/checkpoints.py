@@ -52,6 +52,8 @@ class ResumableState:
         sampler: the language sampler's history (draw counts, rewards, the epoch in progress), on which its
             next draws depend; HF's skipping of trained batches cannot rebuild it (sampling/sampler.py).
         nonfinite_loss_steps: the running count of skipped steps.
+        refill_batches: how many batches of fresh prompts dynamic sampling drew (trainers/dynamic.py); its
+            stream is replayed to there.
         """
         generate_every = self.args.steps_per_generation * self.num_iterations
         sampler = None if self._language_sampler is None else self._language_sampler.state_dict()
@@ -61,6 +63,7 @@ class ResumableState:
             "buffered_inputs": self._buffered_inputs if self._step % generate_every else None,
             "sampler": None if sampler is None else {k: _to_torch(v) for k, v in sampler.items()},
             NONFINITE_STEPS: self._nonfinite_steps,
+            "refill_batches": self._refill_position(),
         }
 
     def _load_optimizer_and_scheduler(self, checkpoint):
@@ -79,6 +82,7 @@ class ResumableState:
             return
         state = torch.load(path, weights_only=True, map_location="cpu")
         self._step, self._nonfinite_steps = state["trl_step"], state[NONFINITE_STEPS]
+        self._seek_refill(state.get("refill_batches", 0))
         if state["processes"] != self.accelerator.num_processes:
             log.warning("checkpoint %s was written by %d processes, this run has %d: rollouts buffered at the "
                         "checkpoint are dropped and generated again", checkpoint, state["processes"],

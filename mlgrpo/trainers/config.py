@@ -11,7 +11,7 @@ Knows nothing about models, data or MLflow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from mlgrpo.algorithms import KL_ESTIMATORS, AdvantageConfig
 from mlgrpo.errors import UserError
@@ -182,6 +182,37 @@ class SFTSettings:
             raise UserError("sft.seconds is set but sft.budget is samples; set budget: time, or remove seconds")
 
 
+# Group keys under which a baseline group is one prompt's G completions, the unit dynamic sampling keeps or drops.
+PROMPT_GROUPS = ("prompt", "prompt_in_language")
+
+
+@dataclass(frozen=True)
+class DynamicSampling:
+    """DAPO's dynamic sampling (Yu et al. 2025): prompt groups whose rewards are all equal are dropped and the
+    rollout is refilled with fresh prompts (algorithms/dynamic_sampling.py decides; trainers/dynamic.py refills).
+    """
+
+    # Off by default: every generated group is trained on, as TRL does.
+    enabled: bool = False
+    # Most refill rounds per rollout, each generating a whole generation batch of fresh prompts. When the
+    # rollout is still short after them, the earliest constant groups fill it (and are counted as re-admitted).
+    max_rounds: int = 3
+    # A group is constant when max - min <= tolerance x max(1, its largest |reward|): the range, not the std,
+    # whose float32 rounding noise on equal rewards is ~1e-8, not 0 (NVIDIA-NeMo/RL#4158).
+    tolerance: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise UserError(f"dynamic_sampling.enabled must be true or false, got {self.enabled!r}")
+        if isinstance(self.max_rounds, bool) or not isinstance(self.max_rounds, int) or self.max_rounds < 1:
+            raise UserError(f"dynamic_sampling.max_rounds must be a whole number >= 1, got {self.max_rounds!r}")
+        if not (isinstance(self.tolerance, (int, float)) and 0 <= self.tolerance < 1):
+            raise UserError(f"dynamic_sampling.tolerance must be a number in [0, 1), got {self.tolerance!r}")
+        defaults = {f.name: f.default for f in fields(self)}
+        if not self.enabled and any(getattr(self, name) != defaults[name] for name in ("max_rounds", "tolerance")):
+            raise UserError("dynamic_sampling settings are set but dynamic_sampling.enabled is false; set enabled: true")
+
+
 @dataclass(frozen=True)
 class AlgorithmConfig:
     """What differs between GRPO-family arms and PPO. YAML keys map 1:1 onto the fields."""
@@ -195,6 +226,8 @@ class AlgorithmConfig:
     ppo: PPOSettings = field(default_factory=PPOSettings)
     # The SFT arm's target and budget; rejected when changed for another algorithm.
     sft: SFTSettings = field(default_factory=SFTSettings)
+    # DAPO's dynamic sampling of GRPO-family rollouts; off by default.
+    dynamic_sampling: DynamicSampling = field(default_factory=DynamicSampling)
 
     def __post_init__(self) -> None:
         if self.name not in ALGORITHMS:
@@ -215,6 +248,22 @@ class AlgorithmConfig:
                             f"{self.name.upper()} has no critic")
         if self.name != "sft" and self.sft != SFTSettings():
             raise UserError(f"algorithm.sft settings are set but algorithm.name is {self.name}; set name: sft")
+        if self.dynamic_sampling.enabled:
+            self._check_dynamic_sampling()
+
+    def _check_dynamic_sampling(self) -> None:
+        """Dynamic sampling drops groups without a group-relative signal; refused where that is not what it does."""
+        why = {"ppo": "PPO's advantages come from its critic (r - V), so a group of equal rewards still has a signal",
+               "sft": "the SFT arm generates no rollouts"}.get(self.name)
+        if why:
+            raise UserError(f"dynamic_sampling is for GRPO-family arms: {why}; remove it from the {self.name} arm")
+        advantage = self.advantage
+        if advantage.group_by not in PROMPT_GROUPS:
+            raise UserError(f"dynamic_sampling keeps or drops one prompt's group whole, but advantage.group_by is "
+                            f"{advantage.group_by!r} (a baseline spanning prompts); use group_by prompt or prompt_in_language")
+        if advantage.mix_lambda != 1.0:
+            raise UserError(f"dynamic_sampling with advantage.mix_lambda {advantage.mix_lambda}: a constant group still "
+                            "has the absolute reward's advantage, so dropping it would lose signal; set mix_lambda 1")
 
     @classmethod
     def ppo_default(cls) -> AlgorithmConfig:

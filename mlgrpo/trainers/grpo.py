@@ -8,6 +8,8 @@ accelerate/DeepSpeed, PEFT and vLLM stay TRL's:
     length) -> _generate_and_score_completions (ours: compute_advantages from the registry replaces
     TRL's inline advantages, and TRL's logged advantage statistics; per-language metrics) -> TRL's loss
     (+ the inter-group regulariser, from the log-probs TRL's loss computed)
+    With algorithm.dynamic_sampling on, constant groups are replaced by fresh ones before the advantages
+    (dynamic.py: DAPO's dynamic sampling).
 
 With AdvantageConfig() (group by prompt, group std, ddof 1, eps 1e-4) and no sampler config the
 advantages, hence the parameters, equal stock trl.GRPOTrainer's (tests/trainers checks both).
@@ -44,6 +46,7 @@ from mlgrpo.rewards import helper as consistency_helper
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
 from mlgrpo.trainers.checkpoints import ResumableState
 from mlgrpo.trainers.config import AlgorithmConfig, KLConfig
+from mlgrpo.trainers.dynamic import RefillingRollouts
 from mlgrpo.trainers.guard import NonfiniteStepGuard
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
 from mlgrpo.trainers.trl_hooks import EpochSeekingRepeatSampler, PolicyLogpsCapture, replace_advantage_logs
@@ -91,10 +94,11 @@ class RolloutAdvantages:
     regularizer_rows: InterGroupRows | None = None  # gathered; None when the inter-group regulariser is off
 
 
-class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCapture, GRPOTrainer):
+class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCapture, RefillingRollouts, GRPOTrainer):
     """trl.GRPOTrainer with registry advantages, a language-aware sampler and per-language metrics.
 
-    algorithm:        AlgorithmConfig (name "grpo"); the estimator and grouping come from its registry.
+    algorithm:        AlgorithmConfig (name "grpo"); the estimator and grouping come from its registry; with
+                      dynamic_sampling on, constant groups are replaced by fresh ones (dynamic.py).
     kl:               KLConfig; its coefficient must equal GRPOConfig.beta when the KL sits in the loss,
                       and beta must be 0 otherwise (KLConfig.trl_beta gives the value). None: no KL.
     sampler:          SamplerConfig for LanguageSampler; None keeps TRL's RepeatSampler (compatibility).
@@ -265,6 +269,10 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         rows, self._rows = self._rows, None
+        generated, dynamic_metrics = [rows], {}
+        if mode == "train" and self.algorithm.dynamic_sampling.enabled:  # constant groups out, fresh ones in
+            output, rows, dynamic_metrics, generated = self._refill(inputs, output, rows,
+                                                                    super()._generate_and_score_completions)
         keys = self._group_keys(rows, mode)
         local = slice(self.accelerator.process_index * len(inputs), (self.accelerator.process_index + 1) * len(inputs))
         rewards = self._combined_rewards(rows.rewards_per_func)
@@ -281,17 +289,25 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         metrics.update(self._language_metrics(rows, scalar, keys))
         if rows.consistency is not None:  # measured in the background; `log` adds it to this window's metrics
             self._pending_consistency.append((mode, rows.consistency, len(inputs), keys.lang_ids, keys.languages))
-        if mode == "train" and self._language_sampler is not None and rows.dataset_rows is not None:
-            # Every rank calls this with the same gathered values, so their sample orders stay equal.
-            host = scalar.float().cpu()
-            finite = torch.isfinite(host)  # an unscored completion says nothing about its prompt
-            indices = torch.tensor(rows.dataset_rows)[finite]
-            self._language_sampler.update_rewards(indices.numpy(), host[finite].numpy())
+        if mode == "train":
+            for batch in generated:  # dropped groups too: their rewards say as much about their prompts
+                self._feed_sampler(batch)
         now = time.perf_counter()
-        self._record(mode, metrics, rows, now - started)
+        self._record(mode, metrics | dynamic_metrics, rows, now - started)
         if mode == "train":
             self._last_generation = now
         return output
+
+    def _feed_sampler(self, rows: BatchRows) -> None:
+        """The batch's rewards to the reward-stratified language sampler. Every rank calls this with the same
+        gathered values, so their sample orders stay equal."""
+        if self._language_sampler is None or rows.dataset_rows is None:
+            return
+        rewards = self._combined_rewards(rows.rewards_per_func)
+        host = (rewards if rewards.dim() == 1 else self._objective_total(rewards)).float().cpu()
+        finite = torch.isfinite(host)  # an unscored completion says nothing about its prompt
+        indices = torch.tensor(rows.dataset_rows)[finite]
+        self._language_sampler.update_rewards(indices.numpy(), host[finite].numpy())
 
     def _group_keys(self, rows: BatchRows, mode: str) -> GroupKeys:
         group_size = self.num_generations if mode == "train" else self.num_generations_eval

@@ -10,6 +10,10 @@ one fails there, by name, rather than silently in a trainer:
   `_metrics[mode]["reward_std"]` and `["frac_reward_zero_std"]` (of its own prompt groups) and the
   gathered advantages to `_logs["advantages"]` (the completions table). mlgrpo's advantages replace TRL's,
   so these are replaced by the values of the advantages trained on.
+- `completion_log_rows` / `replace_completion_logs`: TRL's completions table (`_logs`: prompt, completion,
+  rewards[name], extra[column], images) is a set of deques of one generation batch's rows, extended by each
+  `_generate_and_score_completions`. Dynamic sampling calls it once per refill round and trains on a
+  selection of their rows, so the table is rewritten with the rows trained on.
 - `EpochSeekingRepeatSampler`: TRL's RepeatSampler draws epoch e's order as the e-th permutation of one
   generator seeded once.
 Knows nothing about MLflow or YAML.
@@ -62,6 +66,38 @@ def replace_advantage_logs(trainer, mode: str, advantages: Sequence[float], rewa
     for _ in range(min(len(advantages), len(logged))):
         logged.pop()
     logged.extend(float(a) for a in advantages)
+
+
+def _row_columns(trainer) -> dict[tuple[str, ...], object]:
+    logs = trainer._logs
+    columns = {("prompt",): logs["prompt"], ("completion",): logs["completion"], ("images",): logs["images"]}
+    columns.update({("rewards", name): column for name, column in logs["rewards"].items()})
+    columns.update({("extra", name): column for name, column in logs["extra"].items()})
+    return columns
+
+
+def completion_log_rows(trainer, n: int) -> dict[tuple[str, ...], list]:
+    """The last `n` rows of each column of TRL's completions table (those of the batch just scored); columns
+    with fewer rows (images of a text-only run) are left out."""
+    return {key: list(column)[-n:] for key, column in _row_columns(trainer).items() if len(column) >= n}
+
+
+def replace_completion_logs(trainer, rows: dict[tuple[str, ...], list], n: int) -> None:
+    """The last `n` rows of each column in `rows` replaced by the given ones (the rows trained on)."""
+    columns = _row_columns(trainer)
+    for key, values in rows.items():
+        column = columns[key]
+        for _ in range(min(n, len(column))):
+            column.pop()
+        column.extend(values)
+
+
+def drop_round_metrics(trainer, mode: str, rounds: int) -> None:
+    """TRL's group statistics of `rounds` extra scored batches removed, so that one value per rollout is left
+    for `replace_advantage_logs` to replace (the others describe groups that were not trained on)."""
+    for name in ("reward_std", "frac_reward_zero_std"):
+        values = trainer._metrics[mode][name]
+        del values[max(0, len(values) - rounds):]
 
 
 class EpochSeekingRepeatSampler(RepeatSampler):

@@ -73,6 +73,11 @@ def test_missing_and_unknown_sections(load_error, old, new, key, reason):
      "'de' is not among the experiment's languages"),
     ("{sampler: {name: balanced, seed: 3}}", "arms.grpo.sampler.seed", "seeded with the run's seed"),
     ("{algorithm: {name: ppo}}", "arms.grpo.algorithm", "algorithm ppo needs a per-token estimator (gae)"),
+    ("{algorithm: {name: ppo, advantage: {estimator: gae}, dynamic_sampling: {enabled: true}}}", "arms.grpo.algorithm",
+     "dynamic_sampling is for GRPO-family arms: PPO's advantages come from its critic"),
+    ("{algorithm: {dynamic_sampling: {enabled: true, max_rounds: 0}}}",
+     "arms.grpo.algorithm.dynamic_sampling.max_rounds", "must be a whole number >= 1"),
+    ("{algorithm: {dynamic_sampling: {enabled: yes please}}}", "arms.grpo.algorithm.dynamic_sampling.enabled", ""),
 ])
 def test_arm_errors_point_at_the_arm(load_error, override, key, reason):
     text = edited("  grpo: {}", f"  grpo: {override}")

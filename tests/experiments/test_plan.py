@@ -70,6 +70,18 @@ def test_a_kl_that_acts_in_different_places_is_a_difference(write):
                                              "grpo-lang-balanced": {"coef": 0.05, "estimator": "k3", "placement": "loss"}}
 
 
+def test_dynamic_sampling_is_a_difference_and_leaves_other_arms_hashes_alone(write, quickstart):
+    experiment = load_experiment(write(edited("  grpo: {}", "  grpo: {algorithm: {dynamic_sampling: {enabled: true}}}")))
+    assert dict(experiment.differences())["algorithm.dynamic_sampling"] == {
+        "ppo": "off", "grpo": {"max_rounds": 3, "tolerance": 1e-6}, "grpo-lang-balanced": "off"}
+    runs, before = {r.arm: r for r in experiment.plan(seeds=[0])}, {r.arm: r for r in quickstart.plan(seeds=[0])}
+    assert runs["grpo"].resolved["algorithm"]["dynamic_sampling"] == {"enabled": True, "max_rounds": 3, "tolerance": 1e-6}
+    # An arm without it resolves as before the key existed: its finished runs are still found by hash.
+    assert "dynamic_sampling" not in runs["grpo-lang-balanced"].resolved["algorithm"]
+    assert runs["grpo-lang-balanced"].config_hash == before["grpo-lang-balanced"].config_hash
+    assert runs["grpo"].config_hash != before["grpo"].config_hash
+
+
 # The effective view names PPO's critic settings after what they are (effective.py).
 CRITIC_NAMES = {"algorithm.ppo.value_learning_rate": "critic.learning_rate", "algorithm.ppo.value_model": "critic.model"}
 

@@ -67,7 +67,9 @@ def test_imbalance(shipped):
 
 def test_reward_scale(shipped):
     study = shipped["reward_scale"]
-    assert study.arms == ("ppo", "grpo", "grpo-lang-std", "dr_grpo")
+    assert study.arms == ("ppo", "grpo", "grpo-lang-std", "dr_grpo", "grpo-dynamic")
+    dynamic = dict(study.differences())["algorithm.dynamic_sampling"]
+    assert dynamic["grpo-dynamic"] == {"max_rounds": 3, "tolerance": 1e-6} and dynamic["grpo"] == "off"
     for run in study.plan(seeds=[0]):  # the transform is shared: every arm faces the same rewards
         exact = run.rewards.rewards[0]
         assert exact.name == "exact_match" and set(exact.per_language) == {"sw"}

@@ -60,6 +60,17 @@ def test_two_ranks_end_with_the_parameters_of_one_process(trained, algorithm):
         torch.testing.assert_close(two[key], one[key], rtol=0, atol=2e-6, msg=key)
 
 
+def test_two_ranks_refill_the_rollout_one_process_would(trained):
+    # Dynamic sampling decides on the gathered batch and moves rows between ranks: the same groups dropped,
+    # the same fresh prompts, the same rollout (prompts, completions, advantages, token count) trained on.
+    one, two = (json.loads((trained / f"grpo_dynamic_world{w}.json").read_text()) for w in (1, 2))
+    assert len(one["rounds"]) == 3 and sum(one["rounds"]) > 0 and one["rounds"] == two["rounds"]
+    for first, second in zip(one["rollouts"], two["rollouts"], strict=True):
+        assert first["prompts"] == second["prompts"] and first["num_items"] == second["num_items"]
+        assert first["completion_ids"] == second["completion_ids"]
+        torch.testing.assert_close(torch.tensor(second["advantages"]), torch.tensor(first["advantages"]), rtol=0, atol=1e-6)
+
+
 def test_two_ranks_see_one_gathered_batch(ranks):
     assert [r["world"] for r in ranks] == [2, 2]
     for first, second in zip(ranks[0]["records"], ranks[1]["records"]):

@@ -16,12 +16,17 @@ from transformers import TrainerCallback
 
 from mlgrpo.algorithms import AdvantageConfig
 from mlgrpo.sampling import SamplerConfig
-from mlgrpo.trainers import AlgorithmConfig, MultilingualGRPOTrainer, PPOTrainer
+from mlgrpo.trainers import AlgorithmConfig, DynamicSampling, MultilingualGRPOTrainer, PPOTrainer
 from mlgrpo.trainers.checkpoints import EXTRA_STATE
 
 from .conftest import grpo_args, length_reward
 
 PPO = AlgorithmConfig(name="ppo", advantage=AdvantageConfig(estimator="gae", std_scope="batch"))
+
+
+def ja_sw_constant_reward(completions, language, **kwargs):
+    """The same reward for every ja and sw completion (constant groups); the length for the others."""
+    return [1.0 if lang in ("ja", "sw") else len(c) / 10 for c, lang in zip(completions, language)]
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class Case:
     algorithm: AlgorithmConfig | None = None
     settings: dict = field(default_factory=dict)  # GRPOConfig settings
     rows: int | None = None  # train on every (96 // rows)-th row only
+    reward: object = length_reward
 
 
 # Epochs of 3 steps (6 prompts, 2 per generation batch), so that the interruptions below fall inside the
@@ -47,6 +53,10 @@ CASES = {
     ),
     "grpo with TRL's sampler": Case(MultilingualGRPOTrainer, 4, rows=6),
     "ppo balanced": Case(PPOTrainer, 4, BALANCED, PPO),
+    # Constant groups refilled from the refill stream, whose position the checkpoint carries.
+    "grpo dynamic sampling": Case(MultilingualGRPOTrainer, 3, BALANCED,
+                                  AlgorithmConfig(dynamic_sampling=DynamicSampling(enabled=True, max_rounds=2)),
+                                  reward=ja_sw_constant_reward),
 }
 STEPS = 5
 
@@ -71,7 +81,7 @@ def run(name, folder, make_model, tokenizer, dataset, *, stop=None, resume=None)
     args = grpo_args(folder, max_steps=STEPS, save_strategy="steps", save_steps=case.interrupt, **case.settings)
     extra = {"algorithm": case.algorithm} if case.algorithm is not None else {}
     data = dataset if case.rows is None else dataset.select(range(0, len(dataset), len(dataset) // case.rows))
-    trainer = case.trainer(model=make_model(), reward_funcs=[length_reward], args=args, train_dataset=data,
+    trainer = case.trainer(model=make_model(), reward_funcs=[case.reward], args=args, train_dataset=data,
                            processing_class=tokenizer, sampler=case.sampler,
                            callbacks=[StopAfter(stop)] if stop else None, **extra)
     trainer.train(resume_from_checkpoint=resume)

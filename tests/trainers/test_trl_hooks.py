@@ -9,7 +9,10 @@ import torch
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
-from mlgrpo.trainers.trl_hooks import EpochSeekingRepeatSampler, PolicyLogpsCapture, replace_advantage_logs
+from mlgrpo.trainers.trl_hooks import (
+    EpochSeekingRepeatSampler, PolicyLogpsCapture, completion_log_rows, drop_round_metrics, replace_advantage_logs,
+    replace_completion_logs,
+)  # fmt: skip
 
 from .conftest import grpo_args, length_reward
 
@@ -36,13 +39,14 @@ class CountingTRL(GRPOTrainer):
         output = super()._generate_and_score_completions(inputs)
         after = {name: len(self._metrics["train"][name]) for name in before}
         self.generations.append((before, after, list(self._logs["advantages"]), output["advantages"].tolist()))
+        self.tables.append(([x["prompt"] for x in inputs], completion_log_rows(self, len(inputs))))
         return output
 
 
 def counting_trainer(tmp_path, make_model, tokenizer, dataset, **args) -> CountingTRL:
     trainer = CountingTRL(model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path, **args),
                           train_dataset=dataset, processing_class=tokenizer)
-    trainer.calls, trainer.generations, trainer._in_loss = [], [], False
+    trainer.calls, trainer.generations, trainer.tables, trainer._in_loss = [], [], [], False
     return trainer
 
 
@@ -63,6 +67,24 @@ def test_a_generation_appends_one_reward_std_and_logs_the_gathered_advantages(tm
     for before, after, logged, advantages in trainer.generations:
         assert all(after[name] == before[name] + 1 for name in before)
         assert logged[-len(advantages):] == advantages  # one process: the gathered batch is the local one
+
+
+def test_a_generation_extends_the_completions_table_by_its_rows_and_they_can_be_replaced(tmp_path, make_model,
+                                                                                        tokenizer, dataset):
+    # Dynamic sampling rewrites the table with the rows trained on (trainers/dynamic.py).
+    trainer = counting_trainer(tmp_path, make_model, tokenizer, dataset, max_steps=2)
+    trainer.train()
+    for prompts, table in trainer.tables:
+        assert set(table) == {("prompt",), ("completion",), ("rewards", "length_reward")}  # no images: left out
+        assert table[("prompt",)] == prompts and all(len(column) == len(prompts) for column in table.values())
+    prompts, table = trainer.tables[-1]
+    replace_completion_logs(trainer, {key: column[::-1] for key, column in table.items()}, len(prompts))
+    assert list(trainer._logs["prompt"]) == prompts[::-1]
+    assert list(trainer._logs["rewards"]["length_reward"]) == table[("rewards", "length_reward")][::-1]
+    for name in ("reward_std", "frac_reward_zero_std"):  # three scored batches' statistics; two of them dropped
+        trainer._metrics["train"][name].extend([1.0, 2.0, 3.0])
+    drop_round_metrics(trainer, "train", 2)
+    assert trainer._metrics["train"]["reward_std"] == [1.0] == trainer._metrics["train"]["frac_reward_zero_std"]
 
 
 def test_capture_and_replacement_act_on_a_real_trainer(tmp_path, make_model, tokenizer, dataset):
