@@ -1,12 +1,12 @@
-"""Fit the memory model's three constants (mlgrpo/trainers/memory.py) to measured peaks, and say how well it fits.
+"""Fit the memory model's four constants (mlgrpo/trainers/memory.py) to measured peaks, and say how well it fits.
 
-    measured peak - exact terms = base + activation x (graphs x layers x hidden x tokens)
-                                  + logit_copies x (4 bytes x micro-batch x completion tokens x vocab)
+    measured peak - exact terms = base + per_vocab x vocab + activation x (graphs x layers x hidden x tokens)
+                                  + largest_copies x (largest tensor x its bytes over the fully trained models)
 
 solved by non-negative least squares on relative residuals (each point divided by its measurement, so a
-0.6M model's 700 MB counts as much as gemma's 10 GB), by trying every subset of the three constants
-(2^3 unconstrained solves): exact for three unknowns. The error is reported on the points themselves and
-with each model size left out of the fit and predicted by the others.
+0.6M model's 700 MB counts as much as gemma's 10 GB), by trying every subset of the constants (15
+unconstrained solves): exact for four unknowns. The error is reported on the points themselves and with
+each model size left out of the fit and predicted by the others.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlgrpo.models.shape import Counts
-from mlgrpo.trainers.memory import LOGIT_BYTES, Coefficients, Fit, Workload, estimate, terms
+from mlgrpo.trainers.memory import Coefficients, Fit, Workload, estimate, largest_bytes, terms
 
-ZERO = Coefficients(base=0.0, activation=0.0, logit_copies=0.0)
+ZERO = Coefficients(base=0.0, per_vocab=0.0, activation=0.0, largest_copies=0.0)
+NAMES = ("base", "per_vocab", "activation", "largest_copies")
 
 
 @dataclass(frozen=True)
@@ -46,28 +47,29 @@ def point_inputs(rows: list[dict]) -> list[Point]:
 
 
 def features(point: Point) -> list[float]:
-    """The multipliers of (base, activation, logit_copies) for one point."""
+    """The multipliers of the constants (NAMES order) for one point."""
     s, w = point.shape, point.work
     graphs = 2 if w.algorithm == "ppo" else 1
     tokens = w.micro_batch * (w.prompt_tokens + w.completion_tokens)
-    return [1.0, graphs * s.layers * s.hidden * tokens, LOGIT_BYTES * w.micro_batch * w.completion_tokens * s.vocab]
+    return [1.0, float(s.vocab), graphs * s.layers * s.hidden * tokens, s.largest * largest_bytes(s, w)]
 
 
 def solve(points: list[Point]) -> Coefficients:
     a = np.array([features(p) for p in points]) / np.array([[p.measured] for p in points])
     b = np.array([(p.measured - estimate(p.shape, p.work, ZERO)) / p.measured for p in points])
-    best, best_cost = np.zeros(3), float(np.sum(b**2))
-    for k in range(1, 4):
-        for subset in itertools.combinations(range(3), k):
+    k = len(NAMES)
+    best, best_cost = np.zeros(k), float(np.sum(b**2))
+    for size in range(1, k + 1):
+        for subset in itertools.combinations(range(k), size):
             x, *_ = np.linalg.lstsq(a[:, subset], b, rcond=None)
             if np.any(x < 0):
                 continue
-            full = np.zeros(3)
+            full = np.zeros(k)
             full[list(subset)] = x
             cost = float(np.sum((a @ full - b) ** 2))
             if cost < best_cost:
                 best, best_cost = full, cost
-    return Coefficients(base=float(best[0]), activation=float(best[1]), logit_copies=float(best[2]))
+    return Coefficients(**{name: float(value) for name, value in zip(NAMES, best)})
 
 
 def relative_errors(points: list[Point], coef: Coefficients) -> list[float]:

@@ -65,11 +65,12 @@ def tables(rows, fit, plot_name, notes_speed, notes_memory, sizes, profile: dict
         markdown_table(["size", "parameters", "comparison", "GRPO/PPO samples/s", "GRPO/PPO peak memory"], ratio_rows),
         f"![GRPO/PPO throughput and memory ratios by model size]({plot_name})",
         f"Memory model (mlgrpo/trainers/memory.py; `mlgrpo validate` prints it per arm), fitted to these "
-        f"{fit.points} points: process {c.base / 2**20:.0f} MiB, activations {c.activation:.1f} bytes per "
-        f"layer x hidden x token, {c.logit_copies:.2f} float32 logit tensors alive at once; the rest is exact "
-        f"(weights, gradients, AdamW, critic, frozen copies, KV cache). Error on the points: median "
-        f"{100 * fit.median_error:.1f}%, max {100 * fit.max_error:.1f}%; each size predicted by a fit without it: "
-        f"max {100 * fit.cross_validated_max_error:.1f}%.",
+        f"{fit.points} points: process {c.base / 2**20:.0f} MiB, {c.per_vocab / 1024:.2f} KiB per vocabulary entry "
+        f"(the tokenizer), activations {c.activation:.1f} bytes per layer x hidden x token, {c.largest_copies:.2f} "
+        "copies of the largest tensor in flight per fully trained model; the rest is exact (weights, gradients, "
+        f"AdamW, critic, frozen copies, KV cache). Error on the points: median {100 * fit.median_error:.1f}%, max "
+        f"{100 * fit.max_error:.1f}%. Each size predicted by a fit without it (largest error): "
+        + ", ".join(f"{size} {100 * err:.0f}%" for size, err in fit.cross_validated.items()) + ".",
         markdown_table(["size", "arm", "measured (GiB)", "estimated (GiB)", "error"], model_rows),
     ])
 

@@ -5,10 +5,10 @@ models), each step one rollout of 8 completions (2 prompts x G=4) of exactly 24 
 every arm and size generates the same tokens) and one optimiser step, on the numbers suite's prompts in six
 languages with a chrF reward. Reported: samples/s and completion tokens/s (median step), and peak memory
 while training (CPU: the resident set's high-water mark, reset after the model is loaded; GPU:
-torch.cuda.max_memory_allocated). Sizes: the tiny model's two presets and two random-init Qwen2 configs
-(the tiny tokenizer), and gemma-3-270m (the real model, its own 262k-token tokenizer).
+torch.cuda.max_memory_allocated). Sizes: the tiny model's two presets, two random-init Qwen2 configs
+(a 32,000-entry vocabulary; the tiny tokenizer), and gemma-3-270m (the real model, its 262k-token tokenizer).
 
-The measured peaks fit the memory model's three constants (mlgrpo/trainers/memory.py), written to
+The measured peaks fit the memory model's four constants (mlgrpo/trainers/memory.py), written to
 mlgrpo/trainers/memory_fit.json with the fit's error; the table, the plot (reports/bench_scale.png) and the
 memory model's error go to reports/benchmarks.md, the raw points to reports/bench_scale.json.
 
@@ -37,12 +37,19 @@ PLOT = REPORTS / "bench_scale.png"
 WARMUP = 1
 LANGUAGES = ["en", "es", "ru", "ar", "ja", "sw"]
 LORA = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
-# name -> (TinySettings overrides, or the packaged model's name; timed steps)
+# The random-init Qwen2 sizes have a 32,000-entry vocabulary (Llama's size; the tiny tokenizer's ids are a
+# subset): with gemma's 262,144 that makes two vocabularies from which the memory model's vocabulary-
+# dependent constants can be learnt, so that each size can be predicted by a fit without it.
+QWEN2 = dict(vocab_size=32000, max_position_embeddings=128, tie_word_embeddings=True)
+# name -> (TinySettings overrides as {"tiny": ...}, a Qwen2Config as {"qwen2": ...}, or the packaged model's
+# name; timed steps)
 SIZES = {
-    "tiny-0.6M": ({"hidden_size": 128, "num_layers": 2, "intermediate_size": 512}, 8),
-    "tiny-3.6M": ({}, 8),
-    "qwen2-31M": ({"hidden_size": 512, "num_layers": 9, "num_heads": 8, "intermediate_size": 1536}, 4),
-    "qwen2-117M": ({"hidden_size": 1024, "num_layers": 9, "num_heads": 16, "intermediate_size": 2816}, 3),
+    "tiny-0.6M": ({"tiny": {"hidden_size": 128, "num_layers": 2, "intermediate_size": 512}}, 8),
+    "tiny-3.6M": ({"tiny": {}}, 8),
+    "qwen2-30M": ({"qwen2": {"hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+                             "num_key_value_heads": 8, "intermediate_size": 1536, **QWEN2}}, 4),
+    "qwen2-123M": ({"qwen2": {"hidden_size": 1024, "num_hidden_layers": 7, "num_attention_heads": 16,
+                              "num_key_value_heads": 16, "intermediate_size": 2816, **QWEN2}}, 3),
     "gemma-3-270m": ("gemma-3-270m", 2),
 }
 # Shapes of Qwen2.5-0.5B and -1.5B (their config.json), random init, for bench/gpu_check.py only; the tiny
@@ -50,10 +57,10 @@ SIZES = {
 QWEN25 = dict(vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6, tie_word_embeddings=True,
               rms_norm_eps=1e-6)
 GPU_SIZES = {
-    "qwen2.5-0.5b-shape": ({"hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
-                            "num_key_value_heads": 2, "intermediate_size": 4864, **QWEN25}, 3),
-    "qwen2.5-1.5b-shape": ({"hidden_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 12,
-                            "num_key_value_heads": 2, "intermediate_size": 8960, **QWEN25}, 3),
+    "qwen2.5-0.5b-shape": ({"qwen2": {"hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
+                                      "num_key_value_heads": 2, "intermediate_size": 4864, **QWEN25}}, 3),
+    "qwen2.5-1.5b-shape": ({"qwen2": {"hidden_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 12,
+                                      "num_key_value_heads": 2, "intermediate_size": 8960, **QWEN25}}, 3),
 }
 # completions per step (G x prompts) and their length: CPU rows small, GPU rows a realistic batch
 PROFILES = {"cpu": {"g": 4, "prompts": 2, "new_tokens": 24}, "gpu": {"g": 8, "prompts": 4, "new_tokens": 64}}
@@ -80,16 +87,18 @@ def model_and_tokenizer(size: str):
     if isinstance(spec, str):
         return load_policy(spec)
     tokenizer = train_tokenizer(tokenizer_text(), 1024)
-    if size in GPU_SIZES:  # a config written locally, random weights in bf16 on the GPU
-        import torch
-        from transformers import AutoModelForCausalLM, Qwen2Config
+    if "tiny" in spec:
+        return init_model(TinySettings(**spec["tiny"], max_positions=128), tokenizer), tokenizer
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
 
-        config = Qwen2Config(**spec, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).to("cuda")
-        model.generation_config.pad_token_id = tokenizer.pad_token_id
-        return model, tokenizer
-    return init_model(TinySettings(**spec, max_positions=128), tokenizer), tokenizer
+    # a config written here, random weights: float32 on the CPU, bfloat16 on the GPU
+    config = Qwen2Config(**spec["qwen2"], pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    cuda = size in GPU_SIZES
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16 if cuda else torch.float32)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return (model.to("cuda") if cuda else model), tokenizer
 
 
 def load_records() -> list[dict]:
@@ -214,12 +223,20 @@ def main(sizes: list[str]) -> None:
             row = measure(size, arm)
             print(json.dumps({k: row.get(k) for k in ("size", "arm", "samples_per_s", "peak_bytes", "failed")}),
                   f"({time.perf_counter() - started:.0f} s)", flush=True)
-            stored = [r for r in stored if (r["size"], r["arm"]) != (size, arm)] + [row]
+            stored = sorted([r for r in stored if (r["size"], r["arm"]) != (size, arm)] + [row], key=_order)
             RESULTS.write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")
     report(stored)
 
 
+def _order(row: dict) -> tuple[int, int]:
+    """Sizes smallest first, then the arms in ARMS order (a re-measured size keeps its place)."""
+    sizes, arms = list(SIZES), list(ARMS)
+    return (sizes.index(row["size"]) if row["size"] in sizes else len(sizes),
+            arms.index(row["arm"]) if row["arm"] in arms else len(arms))
+
+
 def report(rows: list[dict]) -> None:
+    rows = sorted(rows, key=_order)
     from bench._report import write_section
     from bench._scale_report import plot, tables
 

@@ -29,6 +29,6 @@ def test_gpu_shapes_have_the_parameters_of_qwen2_5_0_5b_and_1_5b():
     from bench.bench_scale import GPU_SIZES
     from mlgrpo.models.shape import count
 
-    small, large = (count(Qwen2Config(**GPU_SIZES[name][0]), None).parameters
+    small, large = (count(Qwen2Config(**GPU_SIZES[name][0]["qwen2"]), None).parameters
                     for name in ("qwen2.5-0.5b-shape", "qwen2.5-1.5b-shape"))
     assert small == 494_032_768 and large == 1_543_714_304  # Qwen2.5-0.5B and -1.5B, tied embeddings

@@ -51,7 +51,7 @@ def plan_memory(experiment) -> MemoryPlan | str:
     device, available, coef = _device(fit)
     runs = {run.arm: run for run in experiment.plan() if run.seed == experiment.seeds[0]}
     prompt_tokens, note = _longest_prompt(experiment, arch.tokenizer_folder)
-    weight_bytes = _weight_bytes(experiment.model.dtype, arch.config)
+    weight_bytes = _weight_bytes(arch.config)
     plan = MemoryPlan(device, available, _concurrent(experiment, device), fit, note=note)
     for arm, run in runs.items():
         shape = count(arch.config, run.model.lora)
@@ -109,8 +109,9 @@ def _concurrent(experiment, device: str) -> int:
     return 1 if device != "cpu" else worker_count(experiment.run_settings.workers, runs)
 
 
-def _weight_bytes(dtype: str, config) -> int:
-    name = dtype if dtype != "auto" else str(getattr(config, "dtype", None) or "float32").removeprefix("torch.")
+def _weight_bytes(config) -> int:
+    """The checkpoint's own dtype: what the worker loads (load_policy leaves transformers' "auto")."""
+    name = str(getattr(config, "dtype", None) or "float32").removeprefix("torch.")
     return 2 if name in ("bfloat16", "float16") else 4
 
 
@@ -159,7 +160,7 @@ def summary(plan: MemoryPlan) -> tuple[str, list[str], list[list[str]], list[str
     return title, header, rows, notes + ([plan.note] if plan.note else [])
 
 
-SHOWN = ("weights", "gradients", "optimizer", "critic", "frozen_copies", "activations", "logits")
+SHOWN = ("weights", "gradients", "optimizer", "critic", "frozen_copies", "activations", "transients")
 
 
 def gib(value: float) -> str:

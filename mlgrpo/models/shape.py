@@ -26,6 +26,7 @@ class Architecture:
 class Counts:
     parameters: int  # distinct parameters (tied embeddings once)
     backbone: int  # the decoder without the LM head
+    largest: int  # elements of the largest tensor (the embedding, for any real vocabulary)
     lora: int  # one adapter with the given settings; 0 without
     layers: int
     hidden: int
@@ -80,6 +81,7 @@ def count(config, lora: dict | None) -> Counts:
         model = AutoModelForCausalLM.from_config(config)
     parameters = sum(p.numel() for p in model.parameters())
     backbone = sum(p.numel() for p in model.base_model.parameters())
+    largest = max(p.numel() for p in model.parameters())
     adapter = 0
     if lora:
         from peft import LoraConfig, get_peft_model
@@ -90,5 +92,6 @@ def count(config, lora: dict | None) -> Counts:
     heads = text.num_attention_heads
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
     kv_heads = getattr(text, "num_key_value_heads", None) or heads
-    return Counts(parameters=parameters, backbone=backbone, lora=adapter, layers=text.num_hidden_layers,
-                  hidden=text.hidden_size, vocab=text.vocab_size, kv_width=kv_heads * head_dim)
+    return Counts(parameters=parameters, backbone=backbone, largest=largest, lora=adapter,
+                  layers=text.num_hidden_layers, hidden=text.hidden_size, vocab=text.vocab_size,
+                  kv_width=kv_heads * head_dim)

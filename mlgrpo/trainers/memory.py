@@ -1,19 +1,22 @@
-"""What a GRPO or PPO run holds in memory at its peak, from first principles, with three fitted constants.
+"""What a GRPO or PPO run holds in memory at its peak, from first principles, with four fitted constants.
 
     exact terms     policy weights, gradients and AdamW's two moments of what trains (all of it, or the
                     LoRA adapter, kept in float32 by peft), the critic (a float32 copy of the backbone with its
                     own gradients and AdamW; a head; or its own adapter and head), frozen copies (TRL's
                     reference model when a KL is on without LoRA; mlgrpo run's evaluation reference), and
                     the generation KV cache (2 x layers x kv width x tokens)
-    fitted terms    the process itself (interpreter, torch, transformers, TRL, the tokenizer: CPU RSS only),
-                    activations per layer x hidden x token of a training micro-batch (kept at each layer's
-                    input under gradient checkpointing), and the float32 (tokens, vocab) logit tensors alive
-                    at once in the loss
+    fitted terms    the process (interpreter, torch, transformers, TRL: CPU RSS only) and the tokenizer's
+                    tables per vocabulary entry (CPU only); activations per layer x hidden x token of a
+                    training micro-batch (kept at each layer's input under gradient checkpointing); and
+                    copies of the largest tensor (the embedding, for any real vocabulary) in flight while a
+                    fully trained model's gradients are summed and its optimiser steps, per such model
 
 PPO holds two training graphs at once: the critic's forward and backward run while the policy's graph
-waits for its backward (trainers/ppo.py). The constants are fitted by bench/bench_scale.py to peak memory
-measured at 0.6M to 268M parameters and stored beside this file (memory_fit.json), with the error on the
-points they were fitted to. Pure arithmetic over parameter counts (models/shape.py): knows nothing
+waits for its backward (trainers/ppo.py); with a value head both backpropagate into one backbone. TRL
+computes log-probabilities in vocabulary chunks, so no (tokens, vocab) logit tensor is ever whole. The
+constants are fitted by bench/bench_scale.py to peak memory measured at 0.6M to 268M parameters and
+stored beside this file (memory_fit.json), with the error on the points they were fitted to and on each
+model size left out of the fit. Pure arithmetic over parameter counts (models/shape.py): knows nothing
 about torch, trainers' code or YAML.
 """
 
@@ -29,7 +32,6 @@ FIT_FILE = Path(__file__).with_name("memory_fit.json")
 ADAM_STATES = 2  # exp_avg and exp_avg_sq, in the parameter's dtype
 LORA_BYTES = 4  # peft keeps adapter weights in float32 (autocast_adapter_dtype), whatever the base's dtype
 CRITIC_BYTES = 4  # the separate critic is a float32 copy (trainers/critic.py)
-LOGIT_BYTES = 4  # TRL's log-softmax over the vocabulary is taken in float32
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,9 @@ class Workload:
 @dataclass(frozen=True)
 class Coefficients:
     base: float  # bytes of the process before the model (CPU RSS; 0 on a GPU, whose allocator counts tensors only)
+    per_vocab: float  # bytes per vocabulary entry: the tokenizer's tables (CPU RSS; 0 on a GPU)
     activation: float  # bytes per layer x hidden x token of a training micro-batch
-    logit_copies: float  # float32 (tokens, vocab) tensors alive at once
+    largest_copies: float  # copies of the largest tensor in flight per fully trained model
 
 
 def terms(shape: Counts, work: Workload, coef: Coefficients) -> dict[str, float]:
@@ -59,7 +62,7 @@ def terms(shape: Counts, work: Workload, coef: Coefficients) -> dict[str, float]
     lora = shape.lora > 0
     trained, trained_bytes = (shape.lora, LORA_BYTES) if lora else (shape.parameters, work.weight_bytes)
     out = {
-        "process": coef.base,
+        "process": coef.base + coef.per_vocab * shape.vocab,
         "weights": shape.parameters * work.weight_bytes + (shape.lora * LORA_BYTES if lora else 0),
         "gradients": trained * trained_bytes,
         "optimizer": ADAM_STATES * trained * trained_bytes,
@@ -71,8 +74,15 @@ def terms(shape: Counts, work: Workload, coef: Coefficients) -> dict[str, float]
     graphs = 2 if work.algorithm == "ppo" else 1
     tokens = work.micro_batch * (work.prompt_tokens + work.completion_tokens)
     out["activations"] = graphs * coef.activation * shape.layers * shape.hidden * tokens
-    out["logits"] = coef.logit_copies * LOGIT_BYTES * work.micro_batch * work.completion_tokens * shape.vocab
+    out["transients"] = coef.largest_copies * shape.largest * largest_bytes(shape, work)
     return out
+
+
+def largest_bytes(shape: Counts, work: Workload) -> float:
+    """Bytes per element of the largest tensor over the fully trained models: the policy without LoRA (twice
+    when a value head's loss also backpropagates into it) and a separate critic (float32)."""
+    policy = 0 if shape.lora else (2 if work.critic == "head" else 1) * work.weight_bytes
+    return policy + (CRITIC_BYTES if work.critic == "separate" else 0)
 
 
 def _critic(shape: Counts, work: Workload) -> float:
@@ -109,8 +119,9 @@ class Fit:
         return max(self.cross_validated.values(), default=float("nan"))
 
     def gpu(self) -> Coefficients:
-        """On a GPU torch.cuda.max_memory_allocated counts tensors only: no process term."""
-        return Coefficients(base=0.0, activation=self.cpu.activation, logit_copies=self.cpu.logit_copies)
+        """On a GPU torch.cuda.max_memory_allocated counts tensors only: no process or tokenizer term."""
+        return Coefficients(base=0.0, per_vocab=0.0, activation=self.cpu.activation,
+                            largest_copies=self.cpu.largest_copies)
 
     def to_json(self) -> dict:
         return {**asdict(self), "cpu": asdict(self.cpu)}

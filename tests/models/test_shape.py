@@ -19,6 +19,7 @@ def test_meta_counts_are_the_real_model_s():
     counted = count(model.config, LORA)
     assert counted.parameters == sum(p.numel() for p in model.parameters())
     assert counted.backbone == sum(p.numel() for p in model.model.parameters())
+    assert counted.largest == model.model.embed_tokens.weight.numel() == max(p.numel() for p in model.parameters())
     assert (counted.layers, counted.hidden, counted.vocab, counted.kv_width) == (2, 64, len(tokenizer), 64)
     peft = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **LORA))
     assert counted.lora == sum(p.numel() for n, p in peft.named_parameters() if "lora_" in n)
