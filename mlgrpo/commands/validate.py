@@ -68,6 +68,7 @@ def memory_json(memory) -> dict | None:
 
 def render(experiment, memory=None) -> str:
     from mlgrpo.experiments.diff import show
+    from mlgrpo.experiments.effective import rollout_text
 
     runs = experiment.plan()
     lines = [f"experiment {experiment.name} ({experiment.path})"]
@@ -85,7 +86,7 @@ def render(experiment, memory=None) -> str:
                                                    for key, v in differences])
     lines += ["", "update schedule (per process):"]
     lines += table(["arm", "rollout", "minibatch", "steps per rollout", "policy ratio"],
-                   [[arm, f"{u['rollout_completions']} completions ({u['rollout_prompts']} prompts)",
+                   [[arm, rollout_text(u["rollout_completions"], u["rollout_prompts"]),
                      f"{u['minibatch_completions']} completions", f"{u['minibatches']} x {u['epochs']} epoch(s)",
                      u["policy_ratio"]] for arm in experiment.arms
                     for u in [experiment.arm_configs[arm].effective["update"]]])

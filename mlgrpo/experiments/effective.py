@@ -8,8 +8,9 @@ defaults; TRL's own defaults never appear). The effective view states, per arm:
                 and dynamic sampling ("off", or its rounds and tolerance)
     critic      "none", or the critic PPO trains (model, learning rate, value clip, grad clip, warm-up)
     kl          "off", or {coef, estimator, placement: reward | loss} as the trainer applies it
-    update      the schedule in completions and optimiser steps (per process), and whether the policy
-                ratio can leave 1 within a rollout
+    update      the schedule in completions and optimiser steps (per process), the group size (and prompts
+                per rollout) with the group schedule's switches where they take effect, and whether the
+                policy ratio can leave 1 within a rollout
     sampler     mlgrpo's language sampler settings, or TRL's RepeatSampler
     rewards, model.lora
     training    every trl.GRPOConfig field the step reads (GRPO's own fields and the optimiser's), from the
@@ -99,17 +100,35 @@ def _kl(kl, algorithm: str) -> Any:
 def update_view(update, args: dict) -> dict[str, Any]:
     """The schedule as the trainer runs it, per process: completions per optimiser step (minibatch) and
     per rollout, prompts per rollout, optimiser steps per rollout, and whether the policy ratio moves."""
+    from mlgrpo.sampling.group_schedule import switches_in_force
+
     minibatch = args["per_device_train_batch_size"] * args["gradient_accumulation_steps"]
     rollout = args["per_device_train_batch_size"] * args["steps_per_generation"]
+    phases = switches_in_force(update.group_schedule, args["num_generations"], update.steps_per_rollout)
     return {
         "minibatches": update.minibatches,
         "epochs": update.epochs,
         "minibatch_completions": minibatch,
         "rollout_completions": rollout,
-        "rollout_prompts": rollout // args["num_generations"],
+        "rollout_prompts": _phased([(s.step, rollout // s.size) for s in phases]),
+        "group_schedule": _phased([(s.step, s.size) for s in phases]),
         "steps_per_rollout": update.steps_per_rollout,
         "policy_ratio": "moves within a rollout" if update.ratio_can_leave_one else "always 1 (one step per rollout)",
     }
+
+
+def rollout_text(completions: Any, prompts: Any) -> str:
+    """A rollout for people: "256 completions (32 prompts)", or with a group schedule "256 completions
+    (prompts: 32, 16 from step 100)". Reads the view's values or their MLflow strings."""
+    prompts = str(prompts)
+    return f"{completions} completions ({prompts} prompts)" if prompts.isdigit() else f"{completions} completions (prompts: {prompts})"
+
+
+def _phased(values: list[tuple[int, int]]) -> Any:
+    """One value, or a schedule read as text: [(0, 16), (52, 8)] -> "16, 8 from step 52"."""
+    if len(values) == 1:
+        return values[0][1]
+    return ", ".join([str(values[0][1])] + [f"{v} from step {step}" for step, v in values[1:]])
 
 
 def schedule_warning(arm: str, update, algorithm: str) -> str | None:

@@ -31,7 +31,9 @@ from mlgrpo.experiments.sections import (
     NAME, DataConfig, EvaluationConfig, Header, ModelConfig, RunSettings, TrackingConfig,
 )  # fmt: skip
 from mlgrpo.experiments.source import ConfigError, Source, dotted, read_source
-from mlgrpo.experiments.training import build_grpo_config, check_lora, check_training, trl_settings
+from mlgrpo.experiments.training import (
+    build_grpo_config, check_group_schedule, check_lora, check_training, trl_settings,
+)  # fmt: skip
 from mlgrpo.reports.settings import ReportConfig
 
 # Top-level keys, in the order the shipped files use them.
@@ -285,6 +287,7 @@ def resolve_arm(name: str, merged: Mapping, overrides: Mapping, context: _Contex
         sampler = build_dataclass(SamplerConfig, sampler, ("sampler",), exclude=SAMPLER_EXCLUDED)
     rewards = parse_rewards(merged["rewards"])
     training = check_training(merged["training"], minibatches=update.minibatches)
+    check_group_schedule(training, update, algorithm, sampler)
     model = dataclasses.replace(context.model, lora=check_lora(check_mapping(merged["model"], ("model",)).get("lora")))
     _check_against_data(sampler, rewards, context)
     run_name = f"{name}-seed{context.seed}"
@@ -295,7 +298,7 @@ def resolve_arm(name: str, merged: Mapping, overrides: Mapping, context: _Contex
         raise ConfigError(("training",), str(exc)) from None
     sampler_plain = None if sampler is None else {k: v for k, v in to_plain(sampler).items() if k != "seed"}
     resolved = {"model": to_plain(model), "data": to_plain(context.data), "algorithm": _plain_algorithm(algorithm),
-                "kl": to_plain(kl), "update": to_plain(update), "sampler": sampler_plain, "rewards": _plain_rewards(rewards),
+                "kl": to_plain(kl), "update": _plain_update(update), "sampler": sampler_plain, "rewards": _plain_rewards(rewards),
                 "training": to_plain(training), "evaluation": to_plain(context.evaluation)}
     effective = effective_view(algorithm, kl, update, sampler, rewards, model.lora, args)
     declared = tuple(leaf_paths(overrides))
@@ -308,6 +311,14 @@ def _plain_algorithm(algorithm) -> dict[str, Any]:
     plain = to_plain(algorithm)
     if not algorithm.dynamic_sampling.enabled:
         del plain["dynamic_sampling"]
+    return plain
+
+
+def _plain_update(update) -> dict[str, Any]:
+    """The update schedule as resolved; without a group schedule as it read before the key existed (config hash)."""
+    plain = to_plain(update)
+    if not update.group_schedule:
+        del plain["group_schedule"]
     return plain
 
 

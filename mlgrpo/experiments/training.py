@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import importlib.util
 import math
+import re
 import typing
 import warnings
 from collections.abc import Mapping
@@ -146,6 +147,33 @@ def check_group_layout(settings: Mapping[str, Any], path: tuple = ("training",),
                           f"per_device_train_batch_size {batch} x {steps} micro-batches per rollout = {batch * steps} "
                           f"completions is not a multiple of num_generations {group}, so a prompt's group would be "
                           f"split between rollouts; {_nearest_batch(batch, steps, group)}")
+
+
+def check_group_schedule(settings: Mapping[str, Any], update, algorithm, sampler,
+                         path: tuple = ("update", "group_schedule")) -> None:
+    """Every size of update.group_schedule holds whole groups in a rollout of this layout (as check_group_layout
+    does for num_generations), and the arm has nothing that fixes the group size (group_schedule_conflict)."""
+    if not update.group_schedule:
+        return
+    from mlgrpo.sampling.group_schedule import check_schedule
+    from mlgrpo.trainers.config import group_schedule_conflict
+
+    fields = _fields("trl")
+
+    def get(name: str) -> Any:
+        return settings.get(name, fields[name][1])
+
+    batch = get("per_device_train_batch_size")
+    steps = get("steps_per_generation") or update.minibatches * get("gradient_accumulation_steps")
+    where = f"a rollout (per_device_train_batch_size {batch} x {steps} micro-batches)"
+    try:
+        check_schedule(update.group_schedule, get("num_generations"), {where: batch * steps})
+    except UserError as exc:
+        match = re.match(r"group_schedule\[(\d+)\]: ", str(exc))
+        raise ConfigError((*path, int(match[1])), str(exc)[match.end():]) from None
+    conflict = group_schedule_conflict(algorithm, sampler)
+    if conflict is not None:
+        raise ConfigError(path, f"a group-size schedule cannot be combined with {conflict} yet; remove one of them")
 
 
 def _nearest(total: int, group: int) -> str:

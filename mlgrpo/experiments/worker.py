@@ -197,7 +197,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     trainer = TRAINERS[run.algorithm.name](
         model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(train_records),
         processing_class=tokenizer, algorithm=run.algorithm, kl=run.kl, sampler=run.sampler, reward_guard=guard,
-        reward_clip=[spec.clip for spec in run.rewards.rewards],
+        reward_clip=[spec.clip for spec in run.rewards.rewards], group_schedule=run.update.group_schedule,
         peft_config=_lora(run.model.lora),
         callbacks=[StopAtBoundary(flag)] + ([TrackingCallback(handle, languages), Evaluate(run_eval, ev.every_steps),
                                              Progress(run.run_name, emit)] if main else []),

@@ -279,7 +279,9 @@ def schedule_lines(comp: Comparison) -> list[str]:
         kl = p.get(EFFECTIVE + "kl")
         kl = kl if kl is not None else (f"{p.get(EFFECTIVE + 'kl.coef')} x {p.get(EFFECTIVE + 'kl.estimator')} in the "
                                         f"{p.get(EFFECTIVE + 'kl.placement')}")
-        out.append(f"{arm}: rollouts of {u['rollout_completions']} completions ({u['rollout_prompts']} prompts), "
+        prompts = str(u["rollout_prompts"])  # "32", or with a group schedule "32, 16 from step 100"
+        prompts = f"{prompts} prompts" if prompts.isdigit() else f"prompts: {prompts}"
+        out.append(f"{arm}: rollouts of {u['rollout_completions']} completions ({prompts}), "
                    f"{u['minibatches']} minibatches of {u['minibatch_completions']} completions, {u['epochs']} "
                    f"epoch(s): {u['steps_per_rollout']} optimiser steps per rollout (policy ratio {u['policy_ratio']}); "
                    f"KL {kl}")

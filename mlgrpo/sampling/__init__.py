@@ -6,6 +6,8 @@
     draws.py     vectorised drawing: per-epoch language quotas and order, rows least drawn first
     sampler.py   LanguageSampler, a drop-in for TRL's RepeatSampler (same index layout)
     shard.py     the slice of one global order that each rank reads
+    group_schedule.py  the group-size schedule (G per rollout) and the sampler that lays each rollout out
+                 with its own G from one prompt stream
     config.py    SamplerConfig, the typed configuration
 
 Sits between the data layer (records with a "language" field) and rollout. Knows language labels,

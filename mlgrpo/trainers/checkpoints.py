@@ -72,8 +72,10 @@ class ResumableState:
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
-        if self._repeat_sampler is not None:  # the epoch HF resumes in (it skips to it without set_epoch)
-            self._repeat_sampler.set_epoch(int(self.state.epoch))
+        # The epoch HF resumes in: it skips to it without set_epoch.
+        for sampler in (self._repeat_sampler, self._scheduled_sampler):
+            if sampler is not None:
+                sampler.set_epoch(int(self.state.epoch))
         path = os.path.join(checkpoint, EXTRA_STATE.format(rank=self.accelerator.process_index))
         if not os.path.exists(path):
             log.warning("checkpoint %s has no %s (written by an older mlgrpo or by fewer processes): the run resumes, "

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 
 from mlgrpo.algorithms import KL_ESTIMATORS, AdvantageConfig
 from mlgrpo.errors import UserError
+from mlgrpo.sampling.group_schedule import GroupSwitch
 
 VALUE_MODELS = ("separate", "head", "lora")
 KL_PLACEMENTS = ("auto", "reward", "loss")
@@ -91,6 +92,11 @@ class UpdateSchedule:
     minibatches: int = 4
     # Passes over each rollout (verl ppo_epochs and OpenRLHF max_epochs: 1).
     epochs: int = 1
+    # Group-size switches (optimiser step -> completions per prompt) after training.num_generations, the size
+    # of the first rollouts: the method notes grow the group (32 -> 64) against advantage drift. A switch takes
+    # effect at the first rollout starting at or after its step; every rollout keeps its completions, so a
+    # larger group has fewer prompts (sampling/group_schedule.py). Empty: num_generations throughout.
+    group_schedule: tuple[GroupSwitch, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("minibatches", "epochs"):
@@ -180,6 +186,15 @@ class SFTSettings:
             raise UserError(f"sft.seconds must be > 0 with budget time (the wall time to train for), got {self.seconds!r}")
         if self.budget == "samples" and self.seconds is not None:
             raise UserError("sft.seconds is set but sft.budget is samples; set budget: time, or remove seconds")
+
+
+def group_schedule_conflict(algorithm: AlgorithmConfig, sampler) -> str | None:
+    """What a group-size schedule cannot be combined with yet (its G would be fixed there), or None."""
+    if algorithm.dynamic_sampling.enabled:  # the refill stream's sampler is built with one G (trainers/dynamic.py)
+        return "algorithm.dynamic_sampling"
+    if sampler is not None and sampler.reward_buckets > 0:  # draws that depend on rewards cannot be replayed
+        return "sampler.reward_buckets"
+    return None
 
 
 # Group keys under which a baseline group is one prompt's G completions, the unit dynamic sampling keeps or drops.

@@ -9,7 +9,8 @@ accelerate/DeepSpeed, PEFT and vLLM stay TRL's:
     TRL's inline advantages, and TRL's logged advantage statistics; per-language metrics) -> TRL's loss
     (+ the inter-group regulariser, from the log-probs TRL's loss computed)
     With algorithm.dynamic_sampling on, constant groups are replaced by fresh ones before the advantages
-    (dynamic.py: DAPO's dynamic sampling).
+    (dynamic.py: DAPO's dynamic sampling). With a group schedule, each rollout is laid out and generated
+    with its own group size (scheduled_groups.py).
 
 With AdvantageConfig() (group by prompt, group std, ddof 1, eps 1e-4) and no sampler config the
 advantages, hence the parameters, equal stock trl.GRPOTrainer's (tests/trainers checks both).
@@ -44,10 +45,12 @@ from mlgrpo.algorithms.reward_clip import ColumnBounds, clip_rewards
 from mlgrpo.errors import UserError
 from mlgrpo.rewards import helper as consistency_helper
 from mlgrpo.sampling import LanguageSampler, SamplerConfig
+from mlgrpo.sampling.group_schedule import GroupSwitch, ScheduledGroupSampler
 from mlgrpo.trainers.checkpoints import ResumableState
 from mlgrpo.trainers.config import AlgorithmConfig, KLConfig
 from mlgrpo.trainers.dynamic import RefillingRollouts
 from mlgrpo.trainers.guard import NonfiniteStepGuard
+from mlgrpo.trainers.scheduled_groups import ScheduledGroups
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
 from mlgrpo.trainers.trl_hooks import EpochSeekingRepeatSampler, PolicyLogpsCapture, replace_advantage_logs
 
@@ -94,7 +97,8 @@ class RolloutAdvantages:
     regularizer_rows: InterGroupRows | None = None  # gathered; None when the inter-group regulariser is off
 
 
-class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCapture, RefillingRollouts, GRPOTrainer):
+class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCapture, RefillingRollouts, ScheduledGroups,
+                              GRPOTrainer):
     """trl.GRPOTrainer with registry advantages, a language-aware sampler and per-language metrics.
 
     algorithm:        AlgorithmConfig (name "grpo"); the estimator and grouping come from its registry; with
@@ -106,6 +110,9 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
     reward_clip:      one RewardClip (or None) per reward function: bounds on its values in training
                       (algorithms.reward_clip), applied to the gathered batch before anything reads it.
     language_column:  the dataset column with each row's ISO 639-1 code.
+    group_schedule:   GroupSwitch entries (optimiser step -> group size) after GRPOConfig.num_generations, the
+                      size of the first rollouts; each rollout draws its own size, as many completions
+                      (sampling/group_schedule.py). Empty: num_generations throughout.
     Every other argument is trl.GRPOTrainer's.
     """
 
@@ -118,6 +125,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         reward_guard=None,
         reward_clip=None,
         language_column: str = "language",
+        group_schedule: tuple[GroupSwitch, ...] = (),
         **kwargs,
     ) -> None:
         self.algorithm = algorithm or AlgorithmConfig()
@@ -128,6 +136,8 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         self._reward_bounds = [None if c is None else ColumnBounds(c.min, c.max, c.lower_quantile, c.upper_quantile)
                                for c in reward_clip or ()]
         self.language_column = language_column
+        self.group_schedule = tuple(group_schedule)
+        self._scheduled_sampler: ScheduledGroupSampler | None = None
         self._rows: BatchRows | None = None
         self._language_sampler: LanguageSampler | None = None
         self._repeat_sampler: EpochSeekingRepeatSampler | None = None  # TRL's order, without a sampler config
@@ -144,6 +154,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         super().__init__(*args, **kwargs)
         self._check_dataset(self.train_dataset)
         self._check_batch_layout()
+        self._check_group_schedule()
         self._candidates = tuple(sorted(set(self.train_dataset[language_column]) - {"und"}))
         if self._candidates:  # the identifier's models, loaded in the helper while training starts
             consistency_helper.service().load(self._candidates)
@@ -187,6 +198,8 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
             )
 
     def _get_train_sampler(self, dataset=None):
+        if self.group_schedule:
+            return self._scheduled_train_sampler(self.train_dataset if dataset is None else dataset)
         if self.sampler_config is None:
             trl_sampler = super()._get_train_sampler(dataset)
             if type(trl_sampler) is not RepeatSampler:
@@ -384,8 +397,11 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         values["system/samples_per_sec"] = n / max(seconds, 1e-9)
         values["system/tokens_per_sec"] = tokens / max(seconds, 1e-9)
         values["system/peak_memory_mb"] = peak_memory_mb(self.accelerator.device)
-        if self._language_sampler is not None:
-            for lang, count in self._language_sampler.language_counts().items():
+        if mode == "train" and self.group_schedule:
+            values["group_size"] = float(self.num_generations)
+        sampler = self._language_sampler or getattr(self._scheduled_sampler, "stream", None)
+        if isinstance(sampler, LanguageSampler):
+            for lang, count in sampler.language_counts().items():
                 values[f"sampler/drawn/{lang}"] = float(count)
         for name, value in values.items():
             self._metrics[mode][name].append(value)

@@ -16,6 +16,13 @@ one fails there, by name, rather than silently in a trainer:
   selection of their rows, so the table is rewritten with the rows trained on.
 - `EpochSeekingRepeatSampler`: TRL's RepeatSampler draws epoch e's order as the e-th permutation of one
   generator seeded once.
+- `set_group_size`: TRL reads `self.num_generations` afresh on every `_generate_and_score_completions` (the
+  generation call's num_generations, used by vLLM to keep one prompt per group; the reward grouping
+  `view(-1, num_generations)` behind its reward_std and frac_reward_zero_std logs). It caches it only in
+  the train sampler (`_get_train_sampler`, replaced by mlgrpo's when a schedule is set), in
+  `get_train_dataloader`'s iterable-dataset path (a schedule refuses iterable datasets) and in
+  `num_generations_eval`'s default (evaluation keeps the first size). So setting the attribute before each
+  rollout's generation is enough for a group-size schedule.
 Knows nothing about MLflow or YAML.
 """
 
@@ -115,3 +122,8 @@ class EpochSeekingRepeatSampler(RepeatSampler):
             self.generator.manual_seed(self.seed)
             for _ in range(epoch):
                 torch.randperm(self.num_samples, generator=self.generator)
+
+
+def set_group_size(trainer, size: int) -> None:
+    """The group size TRL generates and groups the next rollout with (see the module docstring)."""
+    trainer.num_generations = size

@@ -78,6 +78,12 @@ def test_missing_and_unknown_sections(load_error, old, new, key, reason):
     ("{algorithm: {dynamic_sampling: {enabled: true, max_rounds: 0}}}",
      "arms.grpo.algorithm.dynamic_sampling.max_rounds", "must be a whole number >= 1"),
     ("{algorithm: {dynamic_sampling: {enabled: yes please}}}", "arms.grpo.algorithm.dynamic_sampling.enabled", ""),
+    ("{update: {group_schedule: [{step: 50, size: 6}]}}", "arms.grpo.update.group_schedule[0]",
+     "size 6 does not divide the 256 completions of a rollout (per_device_train_batch_size 64 x 4 micro-batches)"),
+    ("{update: {group_schedule: [{step: 0, size: 32}]}}", "arms.grpo.update.group_schedule[0]",
+     "size 32 at step 0 but num_generations is 16"),
+    ("{update: {group_schedule: [{step: 50, size: 32}]}, algorithm: {dynamic_sampling: {enabled: true}}}",
+     "arms.grpo.update.group_schedule", "cannot be combined with algorithm.dynamic_sampling yet"),
 ])
 def test_arm_errors_point_at_the_arm(load_error, override, key, reason):
     text = edited("  grpo: {}", f"  grpo: {override}")

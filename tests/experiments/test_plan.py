@@ -11,6 +11,7 @@ import yaml
 from mlgrpo.errors import UserError
 from mlgrpo.experiments import load_experiment
 from mlgrpo.experiments.diff import ABSENT
+from mlgrpo.sampling.group_schedule import GroupSwitch
 
 from .conftest import EXPERIMENTS, QUICKSTART, edited
 
@@ -80,6 +81,18 @@ def test_dynamic_sampling_is_a_difference_and_leaves_other_arms_hashes_alone(wri
     assert "dynamic_sampling" not in runs["grpo-lang-balanced"].resolved["algorithm"]
     assert runs["grpo-lang-balanced"].config_hash == before["grpo-lang-balanced"].config_hash
     assert runs["grpo"].config_hash != before["grpo"].config_hash
+
+
+def test_a_group_schedule_is_a_difference_and_leaves_other_arms_hashes_alone(write, quickstart):
+    # Rollouts of 4 optimiser steps: the switch at step 50 takes effect at step 52, with 8 prompts of 32.
+    experiment = load_experiment(write(edited("  grpo: {}", "  grpo: {update: {group_schedule: [{step: 50, size: 32}]}}")))
+    differences = dict(experiment.differences())
+    assert differences["update.group_schedule"] == {"ppo": 16, "grpo": "16, 32 from step 52", "grpo-lang-balanced": 16}
+    assert differences["update.rollout_prompts"] == {"ppo": 16, "grpo": "16, 8 from step 52", "grpo-lang-balanced": 16}
+    runs, before = {r.arm: r for r in experiment.plan(seeds=[0])}, {r.arm: r for r in quickstart.plan(seeds=[0])}
+    assert runs["grpo"].update.group_schedule == (GroupSwitch(50, 32),)
+    assert "group_schedule" not in runs["ppo"].resolved["update"]
+    assert runs["ppo"].config_hash == before["ppo"].config_hash
 
 
 # The effective view names PPO's critic settings after what they are (effective.py).

@@ -67,9 +67,14 @@ def test_imbalance(shipped):
 
 def test_reward_scale(shipped):
     study = shipped["reward_scale"]
-    assert study.arms == ("ppo", "grpo", "grpo-lang-std", "dr_grpo", "grpo-dynamic")
-    dynamic = dict(study.differences())["algorithm.dynamic_sampling"]
+    assert study.arms == ("ppo", "grpo", "grpo-lang-std", "dr_grpo", "grpo-dynamic", "grpo-growing-group")
+    differences = dict(study.differences())
+    dynamic = differences["algorithm.dynamic_sampling"]
     assert dynamic["grpo-dynamic"] == {"max_rounds": 3, "tolerance": 1e-6} and dynamic["grpo"] == "off"
+    # The growing group: the same 256 completions per rollout, half the prompts from step 100.
+    assert differences["update.group_schedule"] == {**{arm: 8 for arm in study.arms}, "grpo-growing-group": "8, 16 from step 100"}
+    assert differences["update.rollout_prompts"]["grpo-growing-group"] == "32, 16 from step 100"
+    assert "update.rollout_completions" not in differences
     for run in study.plan(seeds=[0]):  # the transform is shared: every arm faces the same rewards
         exact = run.rewards.rewards[0]
         assert exact.name == "exact_match" and set(exact.per_language) == {"sw"}

@@ -16,6 +16,7 @@ from transformers import TrainerCallback
 
 from mlgrpo.algorithms import AdvantageConfig
 from mlgrpo.sampling import SamplerConfig
+from mlgrpo.sampling.group_schedule import GroupSwitch
 from mlgrpo.trainers import AlgorithmConfig, DynamicSampling, MultilingualGRPOTrainer, PPOTrainer
 from mlgrpo.trainers.checkpoints import EXTRA_STATE
 
@@ -38,6 +39,7 @@ class Case:
     settings: dict = field(default_factory=dict)  # GRPOConfig settings
     rows: int | None = None  # train on every (96 // rows)-th row only
     reward: object = length_reward
+    schedule: tuple = ()  # group_schedule
 
 
 # Epochs of 3 steps (6 prompts, 2 per generation batch), so that the interruptions below fall inside the
@@ -57,6 +59,13 @@ CASES = {
     "grpo dynamic sampling": Case(MultilingualGRPOTrainer, 3, BALANCED,
                                   AlgorithmConfig(dynamic_sampling=DynamicSampling(enabled=True, max_rounds=2)),
                                   reward=ja_sw_constant_reward),
+    # Rollouts of 2 steps; groups of 4, then 8 from step 2: interrupted inside the first rollout of 8, which the
+    # checkpoint buffers; the next rollout (step 4) is generated after the resume, with groups of 8.
+    "grpo group schedule, resumed after the switch": Case(MultilingualGRPOTrainer, 3, BALANCED,
+                                                          settings={"steps_per_generation": 2},
+                                                          schedule=(GroupSwitch(2, 8),)),
+    "ppo group schedule with TRL's sampler": Case(PPOTrainer, 3, None, PPO, settings={"steps_per_generation": 2},
+                                                  rows=6, schedule=(GroupSwitch(2, 8),)),
 }
 STEPS = 5
 
@@ -80,6 +89,8 @@ def run(name, folder, make_model, tokenizer, dataset, *, stop=None, resume=None)
     case = CASES[name]
     args = grpo_args(folder, max_steps=STEPS, save_strategy="steps", save_steps=case.interrupt, **case.settings)
     extra = {"algorithm": case.algorithm} if case.algorithm is not None else {}
+    if case.schedule:
+        extra["group_schedule"] = case.schedule
     data = dataset if case.rows is None else dataset.select(range(0, len(dataset), len(dataset) // case.rows))
     trainer = case.trainer(model=make_model(), reward_funcs=[case.reward], args=args, train_dataset=data,
                            processing_class=tokenizer, sampler=case.sampler,

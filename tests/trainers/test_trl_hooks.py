@@ -11,7 +11,7 @@ from trl.trainer.utils import RepeatSampler
 
 from mlgrpo.trainers.trl_hooks import (
     EpochSeekingRepeatSampler, PolicyLogpsCapture, completion_log_rows, drop_round_metrics, replace_advantage_logs,
-    replace_completion_logs,
+    replace_completion_logs, set_group_size,
 )  # fmt: skip
 
 from .conftest import grpo_args, length_reward
@@ -116,3 +116,16 @@ def test_epoch_seeking_sampler_draws_trls_order_from_any_epoch(dataset):
     expected = [list(stock) for _ in range(3)]  # TRL draws epochs 0, 1, 2 from one generator
     seeking = EpochSeekingRepeatSampler(dataset, mini_repeat_count=4, batch_size=2, repeat_count=1, shuffle=True, seed=3)
     assert order(seeking, 2) == expected[2] and order(seeking, 0) == expected[0]
+
+
+def test_trl_groups_a_rollout_by_the_group_size_set_just_before_it(tmp_path, make_model, tokenizer, dataset):
+    # Built with groups of 4; set to 8 before a generation of two prompts' 4 copies each: TRL's advantages
+    # are then those of one group of 8 (a value it cached would have given two groups of 4).
+    trainer = counting_trainer(tmp_path, make_model, tokenizer, dataset, max_steps=1)
+    trainer.model.train()
+    set_group_size(trainer, 8)
+    output = trainer._generate_and_score_completions([dataset[0]] * 4 + [dataset[1]] * 4)
+    rewards = torch.tensor(list(trainer._logs["rewards"]["length_reward"])[-8:])
+    expected = (rewards - rewards.mean()) / (rewards.std() + 1e-4)  # TRL: ddof 1, eps 1e-4
+    assert torch.allclose(output["advantages"], expected, atol=1e-5)
+    assert rewards[:4].mean() != rewards[4:].mean()  # two groups of 4 would have given other advantages
