@@ -119,3 +119,51 @@ def pytest_runtest_logreport(report) -> None:
     if log and (report.when == "call" or report.failed):
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"result": report.outcome, "test": report.nodeid, "when": report.when}) + "\n")
+
+
+# ---- one shortened quickstart for the tests that need a real store of it ------------------------------------
+
+QUICKSTART = Path(__file__).parents[1] / "experiments" / "quickstart.yaml"
+
+
+@dataclass
+class QuickstartRun:
+    folder: Path
+    result: "subprocess.CompletedProcess"
+
+    @property
+    def uri(self) -> str:
+        return f"sqlite:///{self.folder}/mlflow.db"
+
+
+def shortened_quickstart(folder: Path) -> Path:
+    """The shipped quickstart, everything but its shape made tiny: 6 languages, 3 arms, 2 seeds, 8 steps, 4
+    worker processes on one new SQLite store, logging every step."""
+    import yaml
+
+    config = yaml.safe_load(QUICKSTART.read_text(encoding="utf-8"))
+    config["model"]["policy"] = ("tiny:hidden_size=32,num_heads=2,num_layers=1,intermediate_size=64,max_steps=10,"
+                                 "check_every=5,target_exact_match=0.0,train_per_language=40,eval_per_language=4,"
+                                 "final_eval_per_language=4,languages=en+es+ru+ar+ja+sw")
+    config["data"]["per_language"] = {lang: 40 for lang in ("en", "es", "ru", "ar", "ja")} | {"sw": 8}
+    config["training"].update(num_generations=4, per_device_train_batch_size=8, max_completion_length=8, max_steps=8,
+                              logging_steps=1)
+    config["evaluation"].update(every_steps=4, per_language=4, max_new_tokens=8)
+    config["run"].update(workers=4, checkpoint_every=4)
+    path = folder / "quickstart.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def quickstart_store(tmp_path_factory) -> QuickstartRun:
+    """`mlgrpo run` of the shortened quickstart, once per session: the runner's four-worker test checks the run,
+    the views test opens its store in a browser."""
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("quickstart-store")
+    shortened_quickstart(folder)
+    result = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "quickstart.yaml"], cwd=folder,
+                            capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return QuickstartRun(folder, result)

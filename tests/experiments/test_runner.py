@@ -124,28 +124,13 @@ def test_run_under_torchrun_trains_each_run_once_on_two_ranks(tmp_path):
 
 
 @pytest.mark.slow
-def test_quickstart_with_four_workers_on_one_sqlite_store(tmp_path, reliability):
+def test_quickstart_with_four_workers_on_one_sqlite_store(quickstart_store, reliability):
     """The quickstart's six runs (3 arms x 2 seeds, six languages, evaluation, checkpoints, the report) in 4
     worker processes writing to one new SQLite store, logging every step: no "database is locked", every
-    run FINISHED once, every metric step logged once. Shortened (a very small tiny model, 8 steps) so that
-    CI can afford it; the full-length quickstart with --workers 4 is recorded in reports/reliability.md."""
-    from .conftest import edited
-
-    text = edited('policy: "tiny:hidden_size=128,num_layers=2,intermediate_size=512,learning_rate=2e-3"',
-                  'policy: "tiny:hidden_size=32,num_heads=2,num_layers=1,intermediate_size=64,max_steps=10,'
-                  'check_every=5,target_exact_match=0.0,train_per_language=40,eval_per_language=4,'
-                  'final_eval_per_language=4,languages=en+es+ru+ar+ja+sw"')
-    for old, new in (("per_language: {en: 400, es: 400, ru: 400, ar: 400, ja: 400, sw: 40}",
-                      "per_language: {en: 40, es: 40, ru: 40, ar: 40, ja: 40, sw: 8}"),
-                     ("num_generations: 16", "num_generations: 4"),
-                     ("per_device_train_batch_size: 64", "per_device_train_batch_size: 8"),
-                     ("max_completion_length: 24", "max_completion_length: 8"), ("max_steps: 250", "max_steps: 8"),
-                     ("logging_steps: 5", "logging_steps: 1"), ("every_steps: 25 ", "every_steps: 4 "),
-                     ("per_language: 50 ", "per_language: 4 "), ("max_new_tokens: 24", "max_new_tokens: 8"),
-                     ("workers: auto", "workers: 4"), ("checkpoint_every: 20", "checkpoint_every: 4")):
-        text = edited(old, new, text)
-    (tmp_path / "quickstart.yaml").write_text(text, encoding="utf-8")
-    result = mlgrpo("run", "quickstart.yaml", cwd=tmp_path)
+    run FINISHED once, every metric step logged once. Shortened (a very small tiny model, 8 steps; the
+    session's quickstart_store, tests/conftest.py) so that CI can afford it; the full-length quickstart with
+    --workers 4 is recorded in reports/reliability.md."""
+    tmp_path, result = quickstart_store.folder, quickstart_store.result
     assert result.returncode == 0, result.stderr[-3000:]
     logs = [result.stdout, result.stderr] + [p.read_text(encoding="utf-8", errors="replace")
                                             for p in tmp_path.glob("runs/quickstart/*/worker.log")]

@@ -4,7 +4,8 @@ Each must open on its named sections with one chart per language, the runs group
 child run listed, and none of the metrics the view leaves out. This pins the undocumented saved-view
 format (mlgrpo.tracking.views) to the pinned MLflow UI: if MLflow changes it, this test fails.
 
-Skipped without a Chromium-family browser (.ci/run installs Debian's `chromium`). About 3 minutes.
+Skipped without a Chromium-family browser (.ci/run installs Debian's `chromium`). The store is the session's
+shortened quickstart (tests/conftest.py), which the runner's four-worker test checks too.
 """
 
 from __future__ import annotations
@@ -13,16 +14,13 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-import yaml
 
 from bench.browser import Chromium, find_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(find_chromium() is None, reason="no chromium on PATH")]
 
-QUICKSTART = Path(__file__).parents[2] / "experiments" / "quickstart.yaml"
 CLI = [sys.executable, "-c", "import sys; from mlgrpo.cli import main; sys.exit(main(sys.argv[1:]))"]
 # What each view must show first: its first section's title and that section's charts (titles are metric keys).
 EXPECTED = {
@@ -37,31 +35,13 @@ EXPECTED = {
 LEFT_OUT = ("train/adv/mean/en", "train/completion_length/en", "eval/length_chars/en")
 
 
-def shortened_quickstart(folder: Path) -> Path:
-    """The shipped quickstart, everything but its shape made tiny: 6 languages, 3 arms, 2 seeds, 8 steps."""
-    config = yaml.safe_load(QUICKSTART.read_text(encoding="utf-8"))
-    config["model"]["policy"] = ("tiny:hidden_size=32,num_heads=2,num_layers=1,intermediate_size=64,max_steps=10,"
-                                 "check_every=5,target_exact_match=0.0,train_per_language=40,eval_per_language=4,"
-                                 "final_eval_per_language=4,languages=en+es+ru+ar+ja+sw")
-    config["data"]["per_language"] = {lang: 40 for lang in ("en", "es", "ru", "ar", "ja")} | {"sw": 8}
-    config["training"].update(num_generations=4, per_device_train_batch_size=8, max_completion_length=8, max_steps=8,
-                              logging_steps=1)
-    config["evaluation"].update(every_steps=4, per_language=4, max_new_tokens=8)
-    config["run"].update(workers=2, checkpoint_every=4)
-    path = folder / "quickstart.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("views-quickstart")
-    shortened_quickstart(folder)
-    result = subprocess.run([*CLI, "run", "quickstart.yaml"], cwd=folder, capture_output=True, text=True, timeout=900,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+def store(quickstart_store) -> str:
+    """The session's shortened quickstart (tests/conftest.py: 6 languages, 3 arms, 2 seeds, 8 steps)."""
+    result = quickstart_store.result
     assert result.returncode == 0, result.stderr[-3000:]
     assert "MLflow views: Reward by language, Held-out metrics by language" in result.stderr  # written by the run
-    return f"sqlite:///{folder}/mlflow.db"
+    return quickstart_store.uri
 
 
 @pytest.fixture(scope="module")
