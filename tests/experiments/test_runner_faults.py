@@ -17,9 +17,13 @@ import pytest
 TRIMMED = Path(__file__).with_name("trimmed.yaml")
 
 
+STEPS = 32  # long enough that a kill after the first checkpoint (step 2) lands mid-run
+
+
 def longer_trimmed(folder: Path, extra: str = "") -> Path:
     text = TRIMMED.read_text(encoding="utf-8") + extra
-    text = text.replace("  max_steps: 4\n", "  max_steps: 60\n").replace("  workers: 2\n", "  workers: 1\n")
+    text = text.replace("  max_steps: 4\n", f"  max_steps: {STEPS}\n").replace("  workers: 2\n", "  workers: 1\n")
+    text = text.replace("  every_steps: 2\n", "  every_steps: 8\n")  # held-out evaluations at 0, 8, 16, 24, 32
     path = folder / "trimmed.yaml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -67,12 +71,15 @@ def check_finished_once(folder: Path) -> None:
     for key in ("train/reward/all", "eval/chrf/en", "train/loss"):
         steps = [m.step for m in client.get_metric_history(runs[0].info.run_id, key)]
         assert len(steps) == len(set(steps)), f"{key} logged twice at a step"
-    assert max(m.step for m in client.get_metric_history(runs[0].info.run_id, "train/loss")) == 60
+    assert max(m.step for m in client.get_metric_history(runs[0].info.run_id, "train/loss")) == STEPS
 
 
 @pytest.mark.slow
 def test_sigkill_mid_run_then_rerun_resumes_from_the_checkpoint(tmp_path, reliability):
     longer_trimmed(tmp_path)
+    (tmp_path / "whole").mkdir()
+    longer_trimmed(tmp_path / "whole")
+    whole = start(tmp_path / "whole")  # the same run never interrupted, beside it on the other core
     process = start(tmp_path)
     wait_for_checkpoint(tmp_path, process)
     os.killpg(process.pid, signal.SIGKILL)  # the runner and its worker, mid-step, no chance to clean up
@@ -87,12 +94,8 @@ def test_sigkill_mid_run_then_rerun_resumes_from_the_checkpoint(tmp_path, reliab
     check_finished_once(tmp_path)
     assert "Traceback" not in worker_log
     # ... and it ends with the parameters of the same run never interrupted
-    (tmp_path / "whole").mkdir()
-    longer_trimmed(tmp_path / "whole")
-    whole = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "run", "trimmed.yaml", "--only", "grpo"],
-                           cwd=tmp_path / "whole", capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert whole.returncode == 0, whole.stderr[-3000:]
+    output, _ = whole.communicate(timeout=600)
+    assert whole.returncode == 0, output[-3000:]
     difference = max_difference(tmp_path, tmp_path / "whole")
     assert difference <= 1e-6
     reliability.record("fault", "SIGKILL of mlgrpo run mid-step, then the same command", "survived",
