@@ -136,7 +136,8 @@ class SupervisedTrainer(MultilingualGRPOTrainer):
         attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
         width, mask = inputs["completion_ids"].size(1), inputs["completion_mask"].float()
         logits = model(input_ids=ids, attention_mask=attention).logits[:, -width - 1:-1].float()
-        nll = -torch.log_softmax(logits, dim=-1).gather(-1, inputs["completion_ids"].unsqueeze(-1)).squeeze(-1)
+        targets = inputs["completion_ids"]  # fused: no second (tokens, vocab) log-probability tensor
+        nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view_as(targets)
         loss = (nll * mask).sum() / mask.sum().clamp(min=1.0)  # token mean over the micro-batch
         mode = "train" if self.model.training else "eval"
         per_row = (nll * mask).sum(1).detach() / mask.sum(1).clamp(min=1.0)
