@@ -35,6 +35,11 @@ FASTTEXT_FLOOR = 1e-3
 # and words; scaled by this much they meet the default's temperature (chosen on the tune sample,
 # `bench.bench_consistency --tune`).
 HAN_SCALE = 5.0
+# Han characters that Chinese (both scripts) and Japanese write alike in numbers and dates: numerals,
+# the ordinal prefix and 年月日. A text of these alone ("第九十六万七千九百二十八", "二〇二六年") is written
+# the same way in both languages and is as Chinese as it is Japanese. (Simplified 亿 and 两, and
+# traditional 萬 and 兩, are one language's only, and still vote.)
+HAN_SHARED = frozenset("〇零一二三四五六七八九十百千万億兆第年月日")
 # Calibration temperatures (registry.Backend.temperature), fitted on the tune sample by
 # `python -m bench.bench_langid --tune`: the scores of a naive Bayes model are far too sure of themselves.
 NGRAM_TEMPERATURE = 4.6
@@ -145,13 +150,21 @@ def chinese_or_japanese(texts: Sequence[str]) -> list[Scores]:
     """Calibrated zh / ja probabilities of Han text from its characters alone: is it plausibly Chinese, is it
     plausibly Japanese? Both write "三百九十六" and "2009年6月21日" alike, and longer n-grams only echo which
     language's training text held more numbers (the full model gives "三百九十六" ja 0.95), while single
-    characters still tell 删除 (Chinese) from 削除 (Japanese). For language consistency, not identification."""
+    characters still tell 删除 (Chinese) from 削除 (Japanese). Text of numerals and date characters alone
+    (HAN_SHARED) is 0.5 each. For language consistency, not identification."""
     from mlgrpo.langid.trained import scorer
 
     if not texts:
         return []
     found = HAN_SCALE * scorer().log_scores(list(texts), ("ja", "zh"), characters_only=True) / DEFAULT_TEMPERATURE
-    return [softmax(("ja", "zh"), row) for row in found.tolist()]
+    return [[("ja", 0.5), ("zh", 0.5)] if _shared_han(text) else softmax(("ja", "zh"), row)
+            for text, row in zip(texts, found.tolist())]
+
+
+def _shared_han(text: str) -> bool:
+    """Whether every Han character of `text` is one both languages write alike (HAN_SHARED), and it has one."""
+    han = [ch for ch in text if script_of(ch) == "Han"]
+    return bool(han) and all(ch in HAN_SHARED for ch in han)
 
 
 def ngram_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:

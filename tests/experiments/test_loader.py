@@ -14,7 +14,7 @@ from .conftest import edited, line_of
 
 
 def test_typo_names_file_line_key_and_the_closest_valid_key(load_error):
-    text = edited("  learning_rate: 1.0e-4", "  lerning_rate: 1.0e-4")
+    text = edited("  learning_rate: 2.0e-4", "  lerning_rate: 2.0e-4")
     message, path = load_error(text)
     assert message == (f"{path}:{line_of(text, 'lerning_rate')}: training.lerning_rate: unknown trl.GRPOConfig "
                        "field 'lerning_rate' (did you mean 'learning_rate'?)")
@@ -93,7 +93,7 @@ def test_arm_errors_point_at_the_arm(load_error, override, key, reason):
 
 
 def test_a_shared_mistake_is_reported_once_at_the_shared_line(load_error):
-    text = edited("  learning_rate: 1.0e-4 ", "  learning_rate: fast ")
+    text = edited("  learning_rate: 2.0e-4 ", "  learning_rate: fast ")
     message, path = load_error(text)
     assert message == (f"{path}:{line_of(text, 'learning_rate: fast')}: training.learning_rate: expected a number, got "
                        "the text 'fast' (write numbers without quotes)")

@@ -41,20 +41,25 @@ CRITIC = {"model": "separate", "cliprange_value": 0.2, "warmup_steps": 0, "learn
 
 
 def test_differences_table_is_exact_and_holds_the_defaults_that_differ(quickstart):
-    # PPO's critic is a default the YAML never writes; the std scope is the one in force (GRPO's: group)
+    # PPO's critic is a default the YAML never writes; the std scope is shared (batch), so it is no difference
     assert quickstart.differences() == [
         ("algorithm.name", {"ppo": "ppo", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
         ("algorithm.advantage.estimator", {"ppo": "gae", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
-        ("algorithm.advantage.std_scope", {"ppo": "batch", "grpo": "group", "grpo-lang-balanced": "group"}),
         ("critic", {"ppo": CRITIC, "grpo": "none", "grpo-lang-balanced": "none"}),
         ("sampler.name", {"ppo": "uniform", "grpo": "uniform", "grpo-lang-balanced": "balanced"}),
     ]
     assert quickstart.declared_differences() == [
         ("algorithm.name", {"ppo": "ppo", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
         ("algorithm.advantage.estimator", {"ppo": "gae", "grpo": "grpo", "grpo-lang-balanced": "grpo"}),
-        ("algorithm.advantage.std_scope", {"ppo": "batch", "grpo": None, "grpo-lang-balanced": None}),
         ("sampler.name", {"ppo": "uniform", "grpo": "uniform", "grpo-lang-balanced": "balanced"}),
     ]
+
+
+def test_the_std_scope_in_force_is_a_difference_where_only_one_arm_writes_it():
+    # imbalance.yaml: PPO declares the batch scope, the GRPO arms keep GRPO's default (group)
+    found = dict(load_experiment(EXPERIMENTS / "imbalance.yaml").differences())
+    assert found["algorithm.advantage.std_scope"] == {"ppo": "batch", "grpo": "group", "grpo-balanced": "group",
+                                                      "grpo-oversample": "group", "grpo-lang-std": "language"}
 
 
 def test_a_kl_that_acts_in_different_places_is_a_difference(write):
@@ -145,9 +150,9 @@ def test_config_hash_is_stable_across_key_order_and_moves_with_a_setting(write):
     model_block, _, tail = rest.partition("data:")
     reordered = load_experiment(write(head + "data:" + tail + "\nmodel:" + model_block, "b.yaml")).plan()[1]
     assert reordered.config_hash == original.config_hash
-    changed = load_experiment(write(edited("learning_rate: 1.0e-4", "learning_rate: 2.0e-4"), "c.yaml")).plan()[1]
+    changed = load_experiment(write(edited("learning_rate: 2.0e-4", "learning_rate: 3.0e-4"), "c.yaml")).plan()[1]
     assert changed.config_hash != original.config_hash
-    assert changed.flat_params["training.learning_rate"] == "0.0002"
+    assert changed.flat_params["training.learning_rate"] == "0.0003"
 
 
 def test_flat_params_are_strings_for_mlflow(quickstart):
@@ -162,7 +167,7 @@ def test_resolved_yaml_reads_back(quickstart):
     resolved = yaml.safe_load(quickstart.resolved_yaml())
     assert list(resolved["arms"]) == ["ppo", "grpo", "grpo-lang-balanced"]
     assert resolved["arms"]["grpo"]["config_hash"] == quickstart.plan()[1].config_hash
-    assert resolved["arms"]["ppo"]["training"]["learning_rate"] == 1e-4
+    assert resolved["arms"]["ppo"]["training"]["learning_rate"] == 2e-4
     assert resolved["tracking"]["experiment"] == "quickstart"
     assert resolved["run"]["output_dir"] == "runs/quickstart"
 

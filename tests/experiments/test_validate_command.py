@@ -47,7 +47,7 @@ def test_json(main, capsys):
 
 def test_error_is_one_line_and_exit_2(main, capsys, tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text(edited("  learning_rate: 1.0e-4", "  lerning_rate: 1.0e-4"), encoding="utf-8")
+    path.write_text(edited("  learning_rate: 2.0e-4", "  lerning_rate: 2.0e-4"), encoding="utf-8")
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err

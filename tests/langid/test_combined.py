@@ -116,3 +116,11 @@ def test_script_and_default_backends_can_answer_every_known_code():
     assert BACKENDS["script"].languages() == BACKENDS["default"].languages() == KNOWN_CODES
     assert fasttext_languages() | lingua_languages() | langdetect_languages() == KNOWN_CODES
     assert {"sw", "zh", "ja", "ko", "th", "he", "ar", "hi"} <= BACKENDS["ngram"].languages() <= KNOWN_CODES
+
+
+def test_han_of_numerals_and_dates_alone_is_as_chinese_as_japanese():
+    from mlgrpo.langid.combined import chinese_or_japanese
+
+    shared, chinese = chinese_or_japanese(["第九十六万七千九百二十八", "删除"])
+    assert dict(shared) == {"ja": 0.5, "zh": 0.5}
+    assert dict(chinese)["zh"] > 0.9

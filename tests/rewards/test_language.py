@@ -78,6 +78,14 @@ def test_a_word_several_languages_write_alike_counts_for_each():
     assert score(["21 Juni 1967"], ["sw"], candidates=LANGUAGES, min_probability=min(1.0, ratio + 0.01)) == [0.0]
 
 
+def test_han_numerals_and_dates_count_for_chinese_and_japanese_alike():
+    # Both languages write these characters alike: they count in a zh row and in a ja row. A Chinese-only
+    # simplified character still votes: 删除 (delete) is not Japanese.
+    shared = ["第九十六万七千九百二十八", "二千二十六年三月五日"]
+    assert score(shared * 2, ["zh", "zh", "ja", "ja"], candidates=LANGUAGES) == [1.0] * 4
+    assert score(["删除"], ["ja"], candidates=LANGUAGES) == [0.0]
+
+
 def test_same_script_languages_go_through_the_identifier():
     completions = [
         "Jibu ni ishirini na moja.",
