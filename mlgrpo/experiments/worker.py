@@ -115,6 +115,32 @@ def latest_checkpoint(folder: Path) -> str | None:
     return next((str(p) for _, p in sorted(found, reverse=True) if complete_checkpoint(p)), None)
 
 
+OWNER = "run.json"  # in a run's folder: which experiment, run and configuration its checkpoints belong to
+
+
+def claim_run_folder(run_dir: Path, experiment_name: str, run_name: str, config_hash: str, write: bool = True) -> None:
+    """Refuse to resume from checkpoints that another configuration wrote (two experiment files sharing a
+    `run.output_dir`, or an arm edited after its run was interrupted): resuming would silently continue
+    training another configuration. Else record this run as the folder's owner (when `write`).
+    Folders from before the owner file existed are taken as they are."""
+    owner_file = run_dir / OWNER
+    mine = {"experiment": experiment_name, "run": run_name, "config_hash": config_hash}
+    if owner_file.is_file() and latest_checkpoint(run_dir / "checkpoints") is not None:
+        try:
+            owner = json.loads(owner_file.read_text(encoding="utf-8"))
+        except ValueError:
+            owner = {}
+        if {k: owner.get(k) for k in mine} != mine:
+            raise UserError(
+                f"{run_dir}: its checkpoints belong to run {owner.get('run')!r} of experiment {owner.get('experiment')!r} "
+                f"(config {owner.get('config_hash')}), not to {run_name!r} of {experiment_name!r} (config {config_hash}); "
+                "resuming would continue another configuration: remove the folder or give this experiment its own "
+                "run.output_dir")
+    if write:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        owner_file.write_text(json.dumps(mine), encoding="utf-8")
+
+
 def execute_run(experiment_path: str, run_index: int, tracking_uri: str, child_run_id: str | None, run_dir: str,
                 emit=lambda message: None, threads: int = 1) -> RunOutcome:
     """Train and evaluate run `run_index` of the experiment's plan, logging to the MLflow run `child_run_id`
@@ -182,6 +208,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
         handle.log_dict(report.items, f"{ITEMS_FOLDER}/step_{step:06d}.json")
         return report.to_json()
 
+    claim_run_folder(run_dir, experiment.name, run.run_name, run.config_hash, write=main)
     checkpoint = latest_checkpoint(run_dir / "checkpoints")  # the same on every rank: a shared folder
     eval_start = None
     if main:
