@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 
@@ -16,10 +15,9 @@ from mlgrpo import cli
 from mlgrpo.tracking import Tracker
 from mlgrpo.tracking.server import port_free
 
-from .conftest import QUICK
+from .conftest import CLI, QUICK
 
 # What the `mlgrpo` console script runs (mlgrpo.cli:main), without needing the script on PATH.
-CLI = [sys.executable, "-c", "import sys; from mlgrpo.cli import main; sys.exit(main(sys.argv[1:]))"]
 
 
 def _listening(port: int) -> list[str]:

@@ -13,15 +13,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 
 import pytest
 
 from bench.browser import Chromium, find_chromium
 
+from .conftest import CLI
+
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(find_chromium() is None, reason="no chromium on PATH")]
 
-CLI = [sys.executable, "-c", "import sys; from mlgrpo.cli import main; sys.exit(main(sys.argv[1:]))"]
 # What each view must show first: its first section's title and that section's charts (titles are metric keys).
 EXPECTED = {
     "Reward by language": ("Reward (train) per language, mean over seeds",
