@@ -4,16 +4,27 @@
     python -m bench.quickstart_readme             # rewrites README.md's block between the two markers
     python -m bench.quickstart_readme --check     # exit 1 when README's block is not what the report says
 
+    /usr/bin/time -v mlgrpo run experiments/quickstart.yaml 2> time.log
+    python -m bench.quickstart_readme --time time.log --note "a fresh machine, nothing else running"
+                                                  # records the command's wall and CPU time with the report
+
 The block holds, from the report's own files: every run's macro held-out metrics at the first and the last
 evaluation (tables/runs.csv), each arm's mean over seeds with its 95% interval (tables/final_metrics.csv),
-and the report's answer, word for word (report.md). tests/test_quickstart_readme.py fails when README's
+how often each arm's updates were clipped (tables/diagnostics.csv), the report's answer, word for word
+(report.md), and the whole command's time as GNU time measured it (timing.json, written by --time; it names
+the runs.csv it was measured with, and a report rewritten from other runs drops it). tests/test_quickstart_readme.py fails when README's
 block differs from what this writes, so a number in it cannot be edited by hand or go stale.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
+import json
 import math
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -24,6 +35,7 @@ REPORT = ROOT / "reports" / "quickstart"
 README = ROOT / "README.md"
 BEGIN = "<!-- begin:quickstart-results: written by `python -m bench.quickstart_readme` from reports/quickstart/ -->"
 END = "<!-- end:quickstart-results -->"
+TIMING = "timing.json"
 HEADLINE = "reward/total"  # the report's first headline metric: exact match + 0.5 chrF, as the rewards say
 
 
@@ -41,9 +53,83 @@ def block(folder: Path = REPORT) -> str:
     lines = [BEGIN, "", _table(header, rows), "",
              f"{'Every' if above else 'Not every'} run ends above its start on the held-out {HEADLINE} (macro over "
              f"languages). Mean over seeds [95% interval], {HEADLINE}: " + "; ".join(means) + ".", "",
+             *_paragraph(clipping(folder)), *_paragraph(timing_line(folder)),
              "The report's answer (`reports/quickstart/report.md`, word for word):", "",
              *answer_bullets(folder / "report.md"), "", END]
     return "\n".join(lines)
+
+
+def _paragraph(text: str | None) -> list[str]:
+    return [text, ""] if text else []
+
+
+def clipping(folder: Path) -> str | None:
+    """How much each arm's updates were clipped, from the report's tables/diagnostics.csv."""
+    path = folder / "tables" / "diagnostics.csv"
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    parts = []
+    for metric, what in (("train/clip_ratio/region_mean", "share of tokens whose policy ratio was clipped"),
+                         ("train/ppo/value_clipfrac", "share of PPO's value predictions clipped")):
+        rows = table[table.metric == metric]
+        if len(rows):
+            parts.append(f"{what}: " + "; ".join(f"{r.arm} {_percent(r['mean over steps'])} (at most {_percent(r['max'])})"
+                                                 for _, r in rows.iterrows()))
+    if not parts:
+        return None
+    return ("Clipping, mean over the logged steps (the largest value any seed logged), from the report's "
+            "tables/diagnostics.csv: " + ". ".join(parts) + ".")
+
+
+def _percent(value) -> str:
+    return f"{100 * float(value):.2f}%"
+
+
+def _runs_digest(folder: Path) -> str:
+    return hashlib.sha256((folder / "tables" / "runs.csv").read_bytes()).hexdigest()
+
+
+def parse_time_log(text: str) -> dict:
+    """GNU time -v's figures (wall, user + system CPU, peak RSS, the command) from a log that may hold the
+    command's own output before them; and whether the run built the tiny model or the language-ID model."""
+    def field(label):
+        found = re.search(rf"^\s*{re.escape(label)}: (.+)$", text, re.MULTILINE)
+        if not found:
+            raise SystemExit(f"not GNU time -v output (no {label!r} line): time the run with /usr/bin/time -v")
+        return found.group(1).strip()
+
+    *rest, seconds = field("Elapsed (wall clock) time (h:mm:ss or m:ss)").split(":")
+    wall = float(seconds) + sum(int(part) * 60 ** (len(rest) - i) for i, part in enumerate(rest))
+    return {"command": field("Command being timed").strip('"'), "wall_s": wall,
+            "cpu_s": float(field("User time (seconds)")) + float(field("System time (seconds)")),
+            "peak_rss_mb": int(field("Maximum resident set size (kbytes)")) / 1024,
+            "built": [what for marker, what in (("building the language-ID model", "the language-ID model"),
+                                                ("building /", "the tiny base model")) if marker in text]}
+
+
+def record_time(log: Path, note: str, folder: Path = REPORT) -> dict:
+    """Write folder/timing.json: the timed command's figures, the machine's cores, the date and `note`."""
+    found = parse_time_log(log.read_text(encoding="utf-8", errors="replace"))
+    found.update(cores=os.cpu_count(), date=datetime.date.today().isoformat(), note=note,
+                 runs_csv_sha256=_runs_digest(folder))
+    (folder / TIMING).write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+    return found
+
+
+def timing_line(folder: Path) -> str | None:
+    """The sentence for timing.json, when it was measured with this report's runs; else None."""
+    path = folder / TIMING
+    if not path.exists():
+        return None
+    found = json.loads(path.read_text(encoding="utf-8"))
+    if found.get("runs_csv_sha256") != _runs_digest(folder):
+        return None  # timed with other runs than the report now shows
+    built = " and ".join(found["built"])
+    return (f"The whole command, timed (`/usr/bin/time -v {found['command']}`, {found['date']}, {found['cores']} "
+            f"cores{', ' + found['note'] if found.get('note') else ''}): {_duration(found['wall_s'])} wall for "
+            f"{found['cpu_s']:.0f} s of CPU, peak memory {found['peak_rss_mb'] / 1024:.1f} GB"
+            + (f"; that includes building {built}, which later runs re-use." if built else "."))
 
 
 def answer_bullets(report_md: Path) -> list[str]:
@@ -85,7 +171,13 @@ def _duration(seconds) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when README is out of date")
+    parser.add_argument("--time", type=Path, metavar="LOG",
+                        help="GNU time -v output of the run that wrote the report: recorded in timing.json first")
+    parser.add_argument("--note", default="", help="with --time: how the machine was (e.g. nothing else running)")
     args = parser.parse_args(argv)
+    if args.time:
+        found = record_time(args.time, args.note)
+        print(f"recorded {_duration(found['wall_s'])} wall, {found['cpu_s']:.0f} s CPU in {REPORT / TIMING}")
     if args.check:
         same = readme_block() == block()
         print("README's quickstart block matches the report" if same else

@@ -5,6 +5,8 @@
     stability_table   per arm: volatility of reward and loss, non-finite and zero-std counts, collapse flags
     convergence_table per arm: steps and samples to 90% of the way from the start to the final reward
     cost_table        per arm: samples/s, tokens/s, peak memory, wall time, and each arm / baseline ratios
+    diagnostics_table per arm and training diagnostic (clip fractions, KL, entropy...): mean and max over the
+                      logged steps, so that "PPO clips" is a number, not a reading of a curve
 
 CIs: stats.bootstrap_ci over prompts and seeds (seeds only where a metric has no per-prompt score).
 Holm's correction runs over the languages of one metric and one pair of arms (the family a reader
@@ -235,6 +237,33 @@ def cost_table(comp: Comparison) -> pd.DataFrame:
                 ratio[column] = value / ref if ref and not math.isnan(ref) else math.nan
             frame = pd.concat([frame, pd.DataFrame([ratio])], ignore_index=True)
     return frame
+
+
+# The training diagnostics the report tabulates (and draws: curves.SCALAR_CURVES), with what each measures.
+DIAGNOSTICS = (("train/clip_ratio/region_mean", "clip fraction (share of tokens whose ratio is clipped)"),
+               ("train/ppo/value_clipfrac", "PPO value clip fraction"),
+               ("train/kl", "KL to the reference (train)"),
+               ("train/entropy", "entropy"))
+
+
+def diagnostics_table(comp: Comparison) -> pd.DataFrame:
+    """Per arm and diagnostic that the arm logged: the mean over its logged steps (mean over seeds), the
+    largest value any seed logged, and how many steps and seeds that covers."""
+    rows = []
+    for arm in comp.arms:
+        for key, label in DIAGNOSTICS:
+            per_seed = [np.array([v for _, v in run.history.get(key, [])], dtype=float)
+                        for run in comp.runs[arm].values()]
+            per_seed = [values[np.isfinite(values)] for values in per_seed]
+            per_seed = [values for values in per_seed if values.size]
+            if not per_seed:
+                continue
+            rows.append({"arm": arm, "diagnostic": label, "metric": key,
+                         "mean over steps": _mean([float(values.mean()) for values in per_seed]),
+                         "max": float(max(values.max() for values in per_seed)),
+                         "steps logged": int(sum(values.size for values in per_seed)), "seeds": len(per_seed)})
+    return pd.DataFrame(rows, columns=["arm", "diagnostic", "metric", "mean over steps", "max", "steps logged",
+                                       "seeds"])
 
 
 EFFECTIVE = "effective."  # params of what each arm trains with, defaults included (experiments/effective.py)

@@ -105,6 +105,9 @@ def _assemble(comp: Comparison, folder: Path, progress, settings: ReportConfig) 
         "convergence": Table("convergence", "Convergence", analysis.convergence_table(comp),
                              "Steps (and samples) until the training reward first reaches the start plus 90% of "
                              "its rise to the final value (mean of the last 3 steps); mean over seeds."),
+        "diagnostics": Table("diagnostics", "Training diagnostics", analysis.diagnostics_table(comp),
+                             "Mean over the logged steps (mean over seeds) and the largest value any seed logged; "
+                             "an arm that does not log a diagnostic has no row for it."),
         "cost": Table("cost", "Cost", analysis.cost_table(comp),
                       "Mean over seeds; ratio rows divide each arm by the baseline arm."),
         "runs": Table("runs", "Every run, start and end", analysis.runs_table(comp, headline),
@@ -119,15 +122,28 @@ def _assemble(comp: Comparison, folder: Path, progress, settings: ReportConfig) 
         Section("Final metrics", tables=[tables["final_metrics"], tables["runs"]], figures=figures["final"],
                 collapsed=True),
         Section("Paired differences, every metric", tables=[tables["paired_differences"]], collapsed=True),
-        Section("Stability", tables=[tables["stability"]], collapsed=True),
+        Section("Stability", tables=[tables["stability"], tables["diagnostics"]], collapsed=True),
         Section("Convergence", tables=[tables["convergence"]], collapsed=True),
         Section("Cost", tables=[tables["cost"]], collapsed=True),
         _samples_section(comp, headline[0] if headline else None),
     ]
-    subtitle = (f"MLflow experiment {comp.name} at {comp.uri}; arms {', '.join(comp.arms)} (baseline {baseline}); "
+    subtitle = (f"MLflow experiment {comp.name} at {shown_uri(comp.uri)}; arms {', '.join(comp.arms)} (baseline {baseline}); "
                 f"seeds {', '.join(comp.seeds)}")
     report = Report(f"mlgrpo comparison: {comp.name}", subtitle, sections, warnings=comp.warnings + _font_warning(comp))
     return report, list(tables.values()) + answer_tables
+
+
+def shown_uri(uri: str, cwd: Path | None = None) -> str:
+    """The store as the reader would type it: a SQLite file under the working directory by its relative path
+    (a committed report then names ./mlflow.db, not the folder of the machine that wrote it)."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix):
+        return uri
+    try:
+        relative = Path(uri[len(prefix):]).resolve().relative_to((cwd or Path.cwd()).resolve())
+    except ValueError:
+        return uri
+    return prefix + relative.as_posix()
 
 
 def _font_warning(comp: Comparison) -> list[str]:

@@ -162,3 +162,20 @@ def test_a_language_without_the_metric_does_not_block_the_aggregates():
     rows = aggregate_differences(a, b)
     assert rows["macro"].mean == pytest.approx(1.0) and rows["macro"].n_pairs == 8
     assert all(math.isnan(d.mean) for d in aggregate_differences([a[1]], [b[1]]).values())
+
+
+def test_diagnostics_are_the_mean_and_max_over_logged_steps_by_hand():
+    ppo = [run("ppo", s, [0] * 4, [0] * 4) for s in (0, 1)]
+    ppo[0].history["train/clip_ratio/region_mean"] = [(0, 0.0), (1, 0.02), (2, 0.04)]   # mean 0.02
+    ppo[1].history["train/clip_ratio/region_mean"] = [(0, 0.06), (1, float("nan"))]    # NaN left out: mean 0.06
+    ppo[0].history["train/ppo/value_clipfrac"] = [(0, 0.5), (1, 0.1)]                   # one seed logged it
+    grpo = run("grpo", 0, [0] * 4, [0] * 4)
+    grpo.history["train/clip_ratio/region_mean"] = [(0, 0.0), (1, 0.0)]
+    table = analysis.diagnostics_table(comparison(ppo + [grpo]))
+    clip = table[table.metric == "train/clip_ratio/region_mean"].set_index("arm")
+    assert clip.loc["ppo", "mean over steps"] == pytest.approx(0.04)  # (0.02 + 0.06) / 2 seeds
+    assert clip.loc["ppo", "max"] == pytest.approx(0.06) and clip.loc["ppo", "steps logged"] == 4
+    assert clip.loc["grpo", "max"] == 0.0 and clip.loc["grpo", "seeds"] == 1
+    value = table[table.metric == "train/ppo/value_clipfrac"]
+    assert list(value.arm) == ["ppo"] and value.iloc[0]["mean over steps"] == pytest.approx(0.3)
+    assert value.iloc[0]["seeds"] == 1  # GRPO has no critic: no row, rather than a zero

@@ -91,10 +91,20 @@ def test_every_file_is_written(written):
     out, result = written
     for name in ("report.html", "report.md", "tables/final_metrics.csv", "tables/paired_differences.csv",
                  "tables/stability.csv", "tables/convergence.csv", "tables/cost.csv", "tables/differences.csv",
-                 "tables/answer.csv", "figures/train_reward.png", "figures/forest.png", "blind/sheet.csv"):
+                 "tables/answer.csv", "tables/diagnostics.csv", "figures/train_reward.png", "figures/forest.png", "blind/sheet.csv"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert (out / "figures/train_reward.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Traceback" not in result.stderr
+    # the store under the working directory is named as the reader types it, not by this machine's folder
+    assert "*MLflow experiment cmp at sqlite:///mlflow.db; arms" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_store_outside_the_working_directory_keeps_its_full_uri(tmp_path):
+    from mlgrpo.reports.build import shown_uri
+
+    assert shown_uri(f"sqlite:///{tmp_path}/sub/m.db", cwd=tmp_path) == "sqlite:///sub/m.db"
+    assert shown_uri(f"sqlite:///{tmp_path}/m.db", cwd=tmp_path / "elsewhere") == f"sqlite:///{tmp_path}/m.db"
+    assert shown_uri("http://127.0.0.1:5000", cwd=tmp_path) == "http://127.0.0.1:5000"
 
 
 def assert_consistent(rows: list[dict]) -> None:
