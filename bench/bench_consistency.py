@@ -10,7 +10,7 @@ trained on (the corpus's test split, and the Sphinx and django-allauth catalogue
 - neighbour: the translation of the same English message into a close neighbour of the row's language
   (PAIRS), where it is spelled differently from anything the row's language writes in the sources and
   is not made of common words of the row's language alone (Spanish "Sobre este documento" is Portuguese
-  too; `COMMON_ZIPF`);
+  too; `mlgrpo.langid.lexicon`, the lexicon the judge itself accepts such text by);
 - English: the English message itself as the answer to a non-English row, on the same terms.
 Goals: correct >= 0.97 in every language; neighbour and English <= 0.05.
 
@@ -21,13 +21,13 @@ Goals: correct >= 0.97 in every language; neighbour and English <= 0.05.
 from __future__ import annotations
 
 import argparse
-import functools
 import random
 from collections import defaultdict
 
 from bench._report import markdown_table, write_section
 from bench.langid_texts import LANGUAGES, _owners, _unseen_half, pools, unseen_pairs
-from mlgrpo.langid import corpus, ngram
+from mlgrpo.langid import corpus
+from mlgrpo.langid.lexicon import in_common_words
 from mlgrpo.rewards.language import MIN_PROBABILITY, language_consistency
 
 # (row language, the neighbour whose translation is given): the pairs the issue names, both ways, and more.
@@ -38,29 +38,6 @@ SUITES = ("numbers", "dates")
 GOAL_CORRECT, GOAL_WRONG = 0.97, 0.05
 PER_SET = 150
 MIN_PAIR = 20  # a pair with fewer texts is shown but not judged
-# A word at least this frequent in a language's wordfreq list (Zipf 4: 10 per million words) is a word of
-# that language: a text of such words alone is text in that language, whoever translated it.
-COMMON_ZIPF = 4.0
-
-
-@functools.cache
-def common_words(language: str) -> frozenset[str]:
-    """The words of `language` at Zipf COMMON_ZIPF or more in wordfreq (empty without a list: sw, th)."""
-    floor = 10 ** (COMMON_ZIPF - 9)
-    return frozenset(part for word, f in corpus.word_frequencies(language).items() if f >= floor
-                     for part in ngram.normalise(word).split())
-
-
-def in_common_words(text: str, language: str) -> bool:
-    """Whether every word of `text` is a common word of `language`.
-
-    >>> in_common_words("Sobre este documento", "pt"), in_common_words("Registro cerrado", "pt")
-    (True, False)
-    """
-    words = ngram.normalise(text).split()
-    return bool(words) and set(words) <= common_words(language)
-
-
 def translations(split: str) -> dict[str, dict[str, str]]:
     """English message -> {language: translation} over every catalogue, for translations of `split`
     (the corpus's split for Django and DRF, the unseen catalogues' half for Sphinx and allauth)."""

@@ -32,6 +32,8 @@ DENSE_WEIGHTS = {"Han": 0.61, "Japanese": 0.36, "Thai": 0.28, "Lao": 0.28, "Khme
 _CJK = frozenset({"Han", "Hiragana", "Katakana", "Bopomofo"})
 _KANA = frozenset({"Hiragana", "Katakana"})
 _DENSE = _CJK | {"Thai", "Lao", "Khmer", "Myanmar"}
+# The segment groups (Segment.group) of scripts written without spaces: their units are characters, not words.
+DENSE_GROUPS = frozenset({"CJK", "Thai", "Lao", "Khmer", "Myanmar"})
 
 def _mark_class() -> str:
     """A regex class of every combining mark (Unicode category M): vowel signs and nuktas belong to

@@ -69,13 +69,30 @@ def test_a_chinese_translation_keeping_a_latin_product_name_is_chinese():
 
 
 def test_a_word_several_languages_write_alike_counts_for_each():
-    # "Juni" is German, Swedish, Indonesian and Swahili: the likeliest language is not Swahili, yet Swahili is
-    # well above MIN_PROBABILITY times it, so it counts; a floor above that ratio turns it against the row.
+    # "Juni" is German, Swedish, Indonesian and Swahili: the likeliest language is not Swahili (the model has
+    # seen far less Swahili), so by probability a floor near that ratio would turn it against a Swahili row.
+    # It is Swahili's month name (CLDR), so the lexicon counts it, whatever the floor; a text the lexicon
+    # does not hold goes to the floor.
     probabilities = language_probabilities("Juni", tuple(sorted(LANGUAGES)), "default")
     ratio = probabilities["sw"] / max(p for c, p in probabilities.items() if c != "zh" and c != "ja")
     assert max(probabilities, key=probabilities.get) != "sw" and ratio < 1
     assert score(["21 Juni 1967", "21 Juni 1967"], ["sw", "de"], candidates=LANGUAGES) == [1.0, 1.0]
-    assert score(["21 Juni 1967"], ["sw"], candidates=LANGUAGES, min_probability=min(1.0, ratio + 0.01)) == [0.0]
+    assert score(["21 Juni 1967"], ["sw"], candidates=LANGUAGES, min_probability=1.0) == [1.0]
+    # "Limpar" is Portuguese, not a common Spanish word: in a Spanish row it goes to the model and does not count
+    assert score(["Limpar", "Limpar", "Limpiar"], ["es", "pt", "es"], candidates=LANGUAGES) == [0.0, 1.0, 1.0]
+
+
+def test_a_text_of_common_words_of_the_row_language_counts_without_the_model():
+    # every word is a common word of the row's language (wordfreq Zipf >= 4, or a CLDR month or day name):
+    # "Sobre este documento" is Spanish and Portuguese alike, "14. September 1994" German as much as English.
+    from mlgrpo.langid.lexicon import in_common_words
+
+    assert in_common_words("Sobre este documento", "es") and in_common_words("Sobre este documento", "pt")
+    assert score(["14. September 1994", "Sobre este documento", "19 November 2012"], ["de", "es", "de"],
+                 candidates=LANGUAGES, min_probability=1.0) == [1.0, 1.0, 1.0]
+    # ... but not in a language that is not written in its script, nor for a text with one uncommon word
+    assert score(["September", "Limpar todos"], ["ru", "es"], candidates=LANGUAGES) == [0.0, 0.0]
+    assert not in_common_words("Limpar todos", "es")
 
 
 def test_han_numerals_and_dates_count_for_chinese_and_japanese_alike():

@@ -1,0 +1,47 @@
+"""Words that are plainly a language's own: its common words and its calendar words.
+
+    common_words(language) -> frozenset of normalised words (`ngram.normalise`)
+    in_common_words(text, language) -> whether every word of `text` is one of them
+
+A word at least COMMON_ZIPF frequent in the language's wordfreq list (Zipf 4: 10 per million words) is a
+word of that language, whoever else writes it: "September" is German as much as English, "dispositivo"
+Spanish as much as Portuguese. wordfreq has no list for some languages (Swahili, Thai), so two CLDR sources
+count too: the language's month and day names, a closed class taken whole ("Juni" is Swahili's June, and
+every date in Swahili is written with them), and its other CLDR words (calendar fields, units) from the
+corpus's train split only, so that no held-out benchmark text is in the lexicon for having been drawn. Knows nothing
+about models or scores.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from mlgrpo.langid import corpus, ngram
+
+COMMON_ZIPF = 4.0
+
+
+@functools.cache
+def common_words(language: str) -> frozenset[str]:
+    """`language`'s words at Zipf COMMON_ZIPF or more in wordfreq, and its CLDR words of the train split."""
+    floor = 10 ** (COMMON_ZIPF - 9)
+    found = {part for word, f in corpus.word_frequencies(language).items() if f >= floor
+             for part in ngram.normalise(word).split()}
+    for text in corpus.texts(language, "train", sources=("words",))["words"]:
+        found.update(ngram.normalise(text).split())
+    tables = corpus.cldr_tables(language)
+    for text in tables.get("months", set()) | tables.get("days", set()):  # closed classes: every split
+        found.update(ngram.normalise(text).split())
+    return frozenset(found)
+
+
+def in_common_words(text: str, language: str) -> bool:
+    """Whether `text` has words and every one is a common word of `language`.
+
+    >>> in_common_words("Sobre este documento", "pt"), in_common_words("Registro cerrado", "pt")
+    (True, False)
+    >>> in_common_words("14. September 1994", "de"), in_common_words("21 Julai 1967", "sw")
+    (True, True)
+    """
+    words = ngram.normalise(text).split()
+    return bool(words) and set(words) <= common_words(language)
