@@ -295,9 +295,10 @@ def corpus_languages() -> frozenset[str]:
 _WORDFREQ_CODES = {"no": "nb"}
 
 
-def word_frequencies(language: str) -> dict[str, float]:
+def word_frequencies(language: str, size: str = "small") -> dict[str, float]:
     """wordfreq's "small" list for `language` (every word seen at least once per million words of its
     sources: Wikipedia, subtitles, news, books, the web), as word -> frequency; {} without a list.
+    `size` "large": down to once per 100 million words, for the 21 languages wordfreq has it for.
 
     Read straight from the msgpack file in the wheel: wordfreq's own API would load its tokenizers.
     The file is a list of buckets, bucket i holding the words of frequency 10 ** (-i / 100).
@@ -307,7 +308,7 @@ def word_frequencies(language: str) -> dict[str, float]:
     import msgpack
 
     root = _package_root("wordfreq")
-    path = None if root is None else root / "data" / f"small_{_WORDFREQ_CODES.get(language, language)}.msgpack.gz"
+    path = None if root is None else root / "data" / f"{size}_{_WORDFREQ_CODES.get(language, language)}.msgpack.gz"
     if path is None or not path.is_file():
         return {}
     with gzip.open(path, "rb") as handle:

@@ -19,6 +19,7 @@ import functools
 from mlgrpo.langid import corpus, ngram
 
 COMMON_ZIPF = 4.0
+LISTED_ZIPF = 2.0
 
 
 @functools.cache
@@ -45,3 +46,31 @@ def in_common_words(text: str, language: str) -> bool:
     """
     words = ngram.normalise(text).split()
     return bool(words) and set(words) <= common_words(language)
+
+
+@functools.cache
+def listed_words(language: str) -> frozenset[str]:
+    """Every word of `language`'s large wordfreq list (down to once per 100 million words), and its common
+    words; empty where wordfreq has no large list, for a small list's absence says little ("angivet" is
+    Swedish, and not in the small Swedish list)."""
+    floor = 10 ** (LISTED_ZIPF - 9)
+    listed = {part for word, f in corpus.word_frequencies(language, "large").items() if f >= floor
+              for part in ngram.normalise(word).split()}
+    return frozenset(listed | common_words(language)) if listed else frozenset()
+
+
+def foreign_word(text: str, language: str, others) -> str | None:
+    """A word of `text` that `language` never writes (absent from its large wordfreq list) while it is a common
+    word of one of `others`: Portuguese "limpar" in Spanish ("limpiar"). None when there is none, or when
+    `language` has no large list to tell (Danish, Swahili).
+
+    >>> foreign_word("Limpar todos", "es", ["pt"]), foreign_word("Criar", "es", ["pt"])
+    ('limpar', None)
+    """
+    mine = listed_words(language)
+    if not mine:
+        return None
+    for word in ngram.normalise(text).split():
+        if word not in mine and any(word in common_words(other) for other in others if other != language):
+            return word
+    return None
