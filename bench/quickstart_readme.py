@@ -1,8 +1,12 @@
-"""README's quickstart results, written from the committed report (reports/quickstart/), never by hand.
+"""README's quickstart results, and experiments/README.md's showcase results, written from the committed
+reports (reports/<name>/), never by hand.
 
     mlgrpo run experiments/quickstart.yaml        # writes reports/quickstart/ (report.md, tables/*.csv)
     python -m bench.quickstart_readme             # rewrites README.md's block between the two markers
-    python -m bench.quickstart_readme --check     # exit 1 when README's block is not what the report says
+    python -m bench.quickstart_readme --check     # exit 1 when a block (README.md, experiments/README.md) is not
+                                                  # what its report says
+    mlgrpo run experiments/recipes.yaml           # likewise reports/recipes/, quoted in experiments/README.md:
+    python -m bench.quickstart_readme --experiment recipes
 
     /usr/bin/time -v mlgrpo run experiments/quickstart.yaml 2> time.log
     python -m bench.quickstart_readme --time time.log --note "a fresh machine, nothing else running"
@@ -33,14 +37,30 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "reports" / "quickstart"
 README = ROOT / "README.md"
+EXPERIMENTS_README = ROOT / "experiments" / "README.md"
 BEGIN = "<!-- begin:quickstart-results: written by `python -m bench.quickstart_readme` from reports/quickstart/ -->"
 END = "<!-- end:quickstart-results -->"
+_SHOWCASE_BEGIN = re.compile(r"<!-- begin:([\w.-]+)-results: written by `python -m bench.quickstart_readme --experiment")
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The begin and end markers of experiment `name`'s block."""
+    if name == "quickstart":
+        return BEGIN, END
+    return (f"<!-- begin:{name}-results: written by `python -m bench.quickstart_readme --experiment {name}` from "
+            f"reports/{name}/ -->", f"<!-- end:{name}-results -->")
+
+
+def showcase_names(readme: Path = EXPERIMENTS_README) -> list[str]:
+    """The experiments whose blocks `readme` holds."""
+    return _SHOWCASE_BEGIN.findall(readme.read_text(encoding="utf-8"))
 TIMING = "timing.json"
 HEADLINE = "reward/total"  # the report's first headline metric: exact match + 0.5 chrF, as the rewards say
 
 
-def block(folder: Path = REPORT) -> str:
-    """The README block for the report in `folder`."""
+def block(folder: Path = REPORT, name: str = "quickstart") -> str:
+    """The README block for the report in `folder` (experiment `name`)."""
+    begin, end = markers(name)
     runs = pd.read_csv(folder / "tables" / "runs.csv")
     final = pd.read_csv(folder / "tables" / "final_metrics.csv")
     metrics = [c[: -len(" start")] for c in runs.columns if c.endswith(" start")]
@@ -50,12 +70,12 @@ def block(folder: Path = REPORT) -> str:
     above = all(r[f"{HEADLINE} end"] > r[f"{HEADLINE} start"] for _, r in runs.iterrows())
     macro = final[(final.metric == HEADLINE) & (final.language == "macro")]
     means = [f"{r.arm} {_num(r['mean'])} [{_num(r.low)}, {_num(r.high)}]" for _, r in macro.iterrows()]
-    lines = [BEGIN, "", _table(header, rows), "",
+    lines = [begin, "", _table(header, rows), "",
              f"{'Every' if above else 'Not every'} run ends above its start on the held-out {HEADLINE} (macro over "
              f"languages). Mean over seeds [95% interval], {HEADLINE}: " + "; ".join(means) + ".", "",
              *_paragraph(clipping(folder)), *_paragraph(timing_line(folder)),
-             "The report's answer (`reports/quickstart/report.md`, word for word):", "",
-             *answer_bullets(folder / "report.md"), "", END]
+             f"The report's answer (`reports/{name}/report.md`, word for word):", "",
+             *answer_bullets(folder / "report.md"), "", end]
     return "\n".join(lines)
 
 
@@ -105,7 +125,9 @@ def parse_time_log(text: str) -> dict:
             "cpu_s": float(field("User time (seconds)")) + float(field("System time (seconds)")),
             "peak_rss_mb": int(field("Maximum resident set size (kbytes)")) / 1024,
             "built": [what for marker, what in (("building the language-ID model", "the language-ID model"),
-                                                ("building /", "the tiny base model")) if marker in text]}
+                                                ("building /", "the tiny base model"),
+                                                ("from GGUF to safetensors", "the real model's safetensors"))
+                      if marker in text]}
 
 
 def record_time(log: Path, note: str, folder: Path = REPORT) -> dict:
@@ -139,19 +161,27 @@ def answer_bullets(report_md: Path) -> list[str]:
     return [line for line in section.splitlines() if line.startswith("- ")]
 
 
-def readme_block(readme: Path = README) -> str | None:
+def readme_block(readme: Path = README, name: str = "quickstart") -> str | None:
+    begin, end = markers(name)
     text = readme.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
+    if begin not in text or end not in text:
         return None
-    return BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END
+    return begin + text.split(begin, 1)[1].split(end, 1)[0] + end
 
 
-def write(readme: Path = README, folder: Path = REPORT) -> None:
+def write(readme: Path = README, folder: Path = REPORT, name: str = "quickstart") -> None:
     text = readme.read_text(encoding="utf-8")
-    current = readme_block(readme)
+    current = readme_block(readme, name)
     if current is None:
-        raise SystemExit(f"{readme}: no {BEGIN!r} ... {END!r} markers; put them where the results go")
-    readme.write_text(text.replace(current, block(folder)), encoding="utf-8")
+        raise SystemExit(f"{readme}: no {' ... '.join(markers(name))} markers; put them where the results go")
+    readme.write_text(text.replace(current, block(folder, name)), encoding="utf-8")
+
+
+def stale() -> list[str]:
+    """The blocks (README.md's quickstart, experiments/README.md's showcases) that differ from their reports."""
+    found = [] if readme_block() == block() else ["quickstart"]
+    return found + [name for name in showcase_names()
+                    if readme_block(EXPERIMENTS_README, name) != block(ROOT / "reports" / name, name)]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -174,17 +204,22 @@ def main(argv=None) -> int:
     parser.add_argument("--time", type=Path, metavar="LOG",
                         help="GNU time -v output of the run that wrote the report: recorded in timing.json first")
     parser.add_argument("--note", default="", help="with --time: how the machine was (e.g. nothing else running)")
+    parser.add_argument("--experiment", default="quickstart", metavar="NAME",
+                        help="whose block to write: quickstart (README.md) or a showcase in experiments/README.md")
     args = parser.parse_args(argv)
+    folder = ROOT / "reports" / args.experiment
+    readme = README if args.experiment == "quickstart" else EXPERIMENTS_README
     if args.time:
-        found = record_time(args.time, args.note)
-        print(f"recorded {_duration(found['wall_s'])} wall, {found['cpu_s']:.0f} s CPU in {REPORT / TIMING}")
+        found = record_time(args.time, args.note, folder)
+        print(f"recorded {_duration(found['wall_s'])} wall, {found['cpu_s']:.0f} s CPU in {folder / TIMING}")
     if args.check:
-        same = readme_block() == block()
-        print("README's quickstart block matches the report" if same else
-              "README's quickstart block differs from reports/quickstart/: run python -m bench.quickstart_readme")
-        return 0 if same else 1
-    write()
-    print(f"wrote the quickstart block of {README} from {REPORT}")
+        found = stale()
+        print("every results block matches its report" if not found else
+              f"results blocks differ from their reports: {', '.join(found)}; run python -m bench.quickstart_readme "
+              "--experiment NAME for each")
+        return 1 if found else 0
+    write(readme, folder, args.experiment)
+    print(f"wrote the {args.experiment} block of {readme} from {folder}")
     return 0
 
 

@@ -5,12 +5,32 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bench.quickstart_readme import BEGIN, END, REPORT, block, readme_block, write
+from bench.quickstart_readme import BEGIN, END, REPORT, block, markers, readme_block, showcase_names, stale, write
 
 
 def test_readme_quotes_the_committed_report():
     assert (REPORT / "report.md").exists(), "reports/quickstart/ (report.md, tables/) is committed with the README"
     assert readme_block() == block(), "README's quickstart block is stale: run python -m bench.quickstart_readme"
+
+
+def test_experiments_readme_quotes_the_committed_showcase_reports():
+    names = showcase_names()
+    assert {"recipes", "reward_scale"} <= set(names), names  # the showcase runs issue 16 asks to record
+    for name in names:
+        assert (REPORT.parent / name / "report.md").exists(), f"reports/{name}/ is committed with experiments/README.md"
+    assert stale() == [], "run python -m bench.quickstart_readme --experiment NAME for each stale block"
+
+
+def test_a_showcase_block_names_its_own_report(tmp_path):
+    fake_report(tmp_path / "r", [0.7, 0.66])
+    begin, end = markers("recipes")
+    text = block(tmp_path / "r", "recipes")
+    assert text.startswith(begin) and text.endswith(end) and "`reports/recipes/report.md`, word for word" in text
+    readme = tmp_path / "README.md"
+    readme.write_text(f"x\n\n{begin}\nold\n{end}\n", encoding="utf-8")
+    assert showcase_names(readme) == ["recipes"]
+    write(readme, tmp_path / "r", "recipes")
+    assert readme_block(readme, "recipes") == text
 
 
 def fake_report(folder, ends):

@@ -147,7 +147,11 @@ def test_recipes_each_arm_differs_from_grpo_in_its_recipe_only(shipped):
     assert rows["training.entropy_coef"] == {"grpo": 0.0, "grpo-entropy": 0.02, "grpo-winsorised": 0.0, "sft": 0.0,
                                              "sft-time": 0.0}
     assert rows["rewards.rewards.1.clip"]["grpo-winsorised"]["upper_quantile"] == 0.95
-    assert rows["algorithm.sft.budget"]["sft-time"] == "time" and rows["algorithm.sft.seconds"]["sft-time"] == 90.0
+    assert rows["algorithm.sft.budget"]["sft-time"] == "time" and rows["algorithm.sft.seconds"]["sft-time"] == 35.0
+    # a time budget stops at max_steps at the latest: sft-time's must be beyond what 35 s of SFT reach (150 SFT
+    # steps take ~20 s here; with the shared 150 it ended with sft's model)
+    assert rows["training.max_steps"] == {"grpo": 150, "grpo-entropy": 150, "grpo-winsorised": 150, "sft": 150,
+                                          "sft-time": 1000}
     for key, row in rows.items():  # the three GRPO arms differ only in their recipe
         grpo_arms = {arm: row[arm] for arm in ("grpo", "grpo-entropy", "grpo-winsorised")}
         if len({str(v) for v in grpo_arms.values()}) > 1:
