@@ -83,9 +83,14 @@ def _identifier(candidates: tuple[str, ...] | None, backend: str):
 
 
 def load_models(candidates: Sequence[str], backend: str = "default") -> None:
-    """Load now the identifier models that scoring rows in `candidates` can need, rather than on the first
-    call (a model loaded mid-step stalls it)."""
+    """Load now the identifier models and the word lists (`mlgrpo.langid.lexicon`) that scoring rows in
+    `candidates` can need, rather than on the first call (a model loaded mid-step stalls it)."""
+    from mlgrpo.langid.lexicon import common_words, listed_words
+
     _identifier(tuple(candidates), backend).load()
+    for language in candidates:
+        common_words(language)
+        listed_words(language)
 
 
 def language_probabilities(text: str, candidates: tuple[str, ...] | None, backend: str) -> dict[str, float] | None:
