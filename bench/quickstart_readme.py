@@ -112,7 +112,8 @@ def _runs_digest(folder: Path) -> str:
 
 def parse_time_log(text: str) -> dict:
     """GNU time -v's figures (wall, user + system CPU, peak RSS, the command) from a log that may hold the
-    command's own output before them; and whether the run built the tiny model or the language-ID model."""
+    command's own output before them; and which one-time builds it did (the tiny model, the language-ID model,
+    a real model's safetensors)."""
     def field(label):
         found = re.search(rf"^\s*{re.escape(label)}: (.+)$", text, re.MULTILINE)
         if not found:

@@ -48,29 +48,28 @@ def in_common_words(text: str, language: str) -> bool:
     return bool(words) and set(words) <= common_words(language)
 
 
-@functools.cache
-def listed_words(language: str) -> frozenset[str]:
-    """Every word of `language`'s large wordfreq list (down to once per 100 million words), and its common
-    words; empty where wordfreq has no large list, for a small list's absence says little ("angivet" is
-    Swedish, and not in the small Swedish list)."""
+@functools.lru_cache(maxsize=256)
+def neighbours_words(language: str, others: frozenset[str]) -> frozenset[str]:
+    """The common words of `others` that `language` does not write: absent from its large wordfreq list (down to
+    Zipf LISTED_ZIPF) and from its common words. Empty where wordfreq has no large list for `language`, for a
+    small list's absence says little ("angivet" is Swedish, and not in the small Swedish list). Only this
+    difference is kept: the large list itself (~300k words, ~60 MB as a set) is read and dropped."""
+    theirs = frozenset().union(*(common_words(other) for other in others if other != language))
+    large = corpus.word_frequencies(language, "large") if theirs else {}
+    if not large:
+        return frozenset()
     floor = 10 ** (LISTED_ZIPF - 9)
-    listed = {part for word, f in corpus.word_frequencies(language, "large").items() if f >= floor
-              for part in ngram.normalise(word).split()}
-    return frozenset(listed | common_words(language)) if listed else frozenset()
+    listed = {part for word, f in large.items() if f >= floor for part in ngram.normalise(word).split()}
+    return frozenset(theirs - listed - common_words(language))
 
 
 def foreign_word(text: str, language: str, others) -> str | None:
-    """A word of `text` that `language` never writes (absent from its large wordfreq list) while it is a common
-    word of one of `others`: Portuguese "limpar" in Spanish ("limpiar"). None when there is none, or when
+    """A word of `text` that `language` never writes while it is a common word of one of `others`
+    (`neighbours_words`): Portuguese "limpar" in Spanish ("limpiar"). None when there is none, or when
     `language` has no large list to tell (Danish, Swahili).
 
     >>> foreign_word("Limpar todos", "es", ["pt"]), foreign_word("Criar", "es", ["pt"])
     ('limpar', None)
     """
-    mine = listed_words(language)
-    if not mine:
-        return None
-    for word in ngram.normalise(text).split():
-        if word not in mine and any(word in common_words(other) for other in others if other != language):
-            return word
-    return None
+    theirs = neighbours_words(language, frozenset(others) - {language})
+    return next((word for word in ngram.normalise(text).split() if word in theirs), None)

@@ -41,7 +41,7 @@ from typing import Any
 from mlgrpo.errors import UserError
 from mlgrpo.rewards.registry import register
 from mlgrpo.rewards.texts import as_text, base_language, column
-from mlgrpo.rewards.units import DENSE_GROUPS, Segment, segments
+from mlgrpo.rewards.units import DENSE_GROUPS, DENSE_SCRIPTS, Segment, segments
 
 # Chosen on the corpus's tune split (`python -m bench.bench_consistency --tune`). No floor there keeps every
 # neighbour pair at or under 5% with correct text at or above 97% in every language. From 0.25 to 0.4 the
@@ -85,12 +85,17 @@ def _identifier(candidates: tuple[str, ...] | None, backend: str):
 def load_models(candidates: Sequence[str], backend: str = "default") -> None:
     """Load now the identifier models and the word lists (`mlgrpo.langid.lexicon`) that scoring rows in
     `candidates` can need, rather than on the first call (a model loaded mid-step stalls it)."""
-    from mlgrpo.langid.lexicon import common_words, listed_words
+    from mlgrpo.langid.lexicon import common_words, foreign_word
+    from mlgrpo.langid.script import SCRIPT_LANGUAGES
 
-    _identifier(tuple(candidates), backend).load()
-    for language in candidates:
+    identifier = _identifier(tuple(candidates), backend)
+    identifier.load()
+    pool = tuple(sorted(identifier.candidates))
+    for language in pool:
         common_words(language)
-        listed_words(language)
+        for script, writers in SCRIPT_LANGUAGES.items():  # rule 3's word lists, for the scripts it is written in
+            if language in writers and script not in DENSE_SCRIPTS:
+                foreign_word("", language, _neighbours(script, pool))
 
 
 def language_probabilities(text: str, candidates: tuple[str, ...] | None, backend: str) -> dict[str, float] | None:
@@ -165,9 +170,8 @@ def language_consistency(prompts: Sequence, completions: Sequence, *, language: 
         found.update(_han_cached(tuple(dict.fromkeys(rows[i][1][j].text for i, j in han))))
         for i, j in pending:
             segment, lang = rows[i][1][j], rows[i][0]
-            writers = _writers(segment.group, pool_codes)
-            verdicts[i][j] = not _neighbours_word(segment, lang, writers) and _counts(
-                found[segment.text], lang, writers, min_probability)
+            verdicts[i][j] = not _neighbours_word(segment, lang, pool_codes) and _counts(
+                found[segment.text], lang, _writers(segment.group, pool_codes), min_probability)
 
     rewards: list[float | None] = []
     for (lang, segs), row_verdicts in zip(rows, verdicts):
@@ -194,11 +198,16 @@ def _all_common(segs: list[Segment], language: str | None) -> bool:
 NOT_NEIGHBOURS = frozenset({"en"})
 
 
-def _neighbours_word(segment: Segment, language: str, writers: frozenset[str]) -> bool:
+def _neighbours(group: str, pool: tuple[str, ...]) -> frozenset[str]:
+    """The candidates whose words can veto a segment of script group `group` (rule 3)."""
+    return _writers(group, pool) - NOT_NEIGHBOURS
+
+
+def _neighbours_word(segment: Segment, language: str, pool: tuple[str, ...]) -> bool:
     """Whether `segment` holds a word `language` does not write and a neighbour commonly does (rule 3)."""
     from mlgrpo.langid.lexicon import foreign_word
 
-    return segment.group not in DENSE_GROUPS and foreign_word(segment.text, language, writers - NOT_NEIGHBOURS) is not None
+    return segment.group not in DENSE_GROUPS and foreign_word(segment.text, language, _neighbours(segment.group, pool)) is not None
 
 
 def _counts(found: dict | None, language: str, writers: frozenset[str], floor: float) -> bool:

@@ -31,9 +31,9 @@ from mlgrpo.text import char_script, normalize
 DENSE_WEIGHTS = {"Han": 0.61, "Japanese": 0.36, "Thai": 0.28, "Lao": 0.28, "Khmer": 0.28, "Myanmar": 0.28}
 _CJK = frozenset({"Han", "Hiragana", "Katakana", "Bopomofo"})
 _KANA = frozenset({"Hiragana", "Katakana"})
-_DENSE = _CJK | {"Thai", "Lao", "Khmer", "Myanmar"}
-# The segment groups (Segment.group) of scripts written without spaces: their units are characters, not words.
-DENSE_GROUPS = frozenset({"CJK", "Thai", "Lao", "Khmer", "Myanmar"})
+# Scripts written without spaces, and their segment groups (Segment.group): their units are characters.
+DENSE_SCRIPTS = _CJK | {"Thai", "Lao", "Khmer", "Myanmar"}
+DENSE_GROUPS = (DENSE_SCRIPTS - _CJK) | {"CJK"}
 
 def _mark_class() -> str:
     """A regex class of every combining mark (Unicode category M): vowel signs and nuktas belong to

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mlgrpo.langid.lexicon import common_words, foreign_word, in_common_words, listed_words
+from mlgrpo.langid.lexicon import common_words, foreign_word, in_common_words, neighbours_words
 
 
 def test_common_words_come_from_wordfreq_and_cldr_calendars():
@@ -19,4 +19,4 @@ def test_a_neighbours_word_is_one_the_row_language_does_not_write():
     assert foreign_word("Itens selecionados", "es", ["pt"]) == "itens"  # the first such word: Spanish "elementos"
     assert foreign_word("Itens selecionados", "es", []) is None  # no neighbour asked for
     # no large list, no verdict: absence from a small list says little
-    assert listed_words("da") == frozenset() and foreign_word("Skift telefon", "da", ["sv"]) is None
+    assert neighbours_words("da", frozenset({"sv"})) == frozenset() and foreign_word("Skift telefon", "da", ["sv"]) is None
