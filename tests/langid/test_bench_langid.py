@@ -50,7 +50,8 @@ def test_benchmark_texts_are_unseen_and_unambiguous():
         assert (text.language, text.text) not in trained
     # the unseen catalogues' strings never reach the model's corpus
     unseen = set(pools("test")["de", "ui-unseen"])
-    assert unseen and not {corpus.fold(t) for t in unseen} & {corpus.fold(t) for t in corpus.texts("de", "train")["django"]}
+    trained_de = {corpus.fold(t) for source in corpus.texts("de", "train").values() for t in source}
+    assert unseen and not {corpus.fold(t) for t in unseen} & trained_de
 
 
 def test_the_gsm_problems_are_a_corpus_source_when_installed():
@@ -61,3 +62,18 @@ def test_the_gsm_problems_are_a_corpus_source_when_installed():
     assert len(sentences) > 500
     assert not any("<<" in s or s.startswith("####") for s in sentences)
     assert any("jumla" in s.split() for s in sentences)  # "total", a word the catalogues never write
+
+
+def test_plones_catalogues_are_a_corpus_source_with_english_from_its_defaults():
+    """Plone's msgids are often identifiers ("label_title"): English comes from the templates' defaults, an
+    identifier without one is no English text, and a translation equal to its English was left untranslated."""
+    english = corpus.plone_english()
+    assert english["label_click_to_get_file"] == "Click here to get the file"
+    found = corpus.source_texts("plone", "en")
+    assert "Click here to get the file" in found and not any(corpus._IDENTIFIER.fullmatch(t) for t in found)
+    danish = corpus.source_texts("plone", "da")
+    # left untranslated, the Danish would be English text: a handful are ("Status", "Information": Danish too)
+    assert len(danish) > 2000 and len(danish & found) < 0.01 * len(danish)
+    cleaned = corpus.texts("da", sources=("plone",))["plone"]
+    assert cleaned and not any("${" in t or "<" in t for t in cleaned)
+    assert corpus.source_texts("plone", "sw") == set()  # Plone has no Swahili
