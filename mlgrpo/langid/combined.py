@@ -197,7 +197,7 @@ def _load_model(candidates: frozenset[str]) -> None:
 
     fasttext_masses("")  # loads the fastText model
     model = scorer()
-    model._tables(tuple(sorted(model.known(candidates))))  # pages the candidates' rows in
+    model.warm(candidates)  # pages the candidates' rows in
 
 
 register(Backend("script", "Unicode scripts and letters, no model: answers where they decide, else 'und'",

@@ -25,9 +25,7 @@ LISTED_ZIPF = 2.0
 @functools.cache
 def common_words(language: str) -> frozenset[str]:
     """`language`'s words at Zipf COMMON_ZIPF or more in wordfreq, and its CLDR words of the train split."""
-    floor = 10 ** (COMMON_ZIPF - 9)
-    found = {part for word, f in corpus.word_frequencies(language).items() if f >= floor
-             for part in ngram.normalise(word).split()}
+    found = _normalised(corpus.word_frequencies(language, min_frequency=10 ** (COMMON_ZIPF - 9)))
     for text in corpus.texts(language, "train", sources=("words",))["words"]:
         found.update(ngram.normalise(text).split())
     tables = corpus.cldr_tables(language)
@@ -55,12 +53,22 @@ def neighbours_words(language: str, others: frozenset[str]) -> frozenset[str]:
     small list's absence says little ("angivet" is Swedish, and not in the small Swedish list). Only this
     difference is kept: the large list itself (~300k words, ~60 MB as a set) is read and dropped."""
     theirs = frozenset().union(*(common_words(other) for other in others if other != language))
-    large = corpus.word_frequencies(language, "large") if theirs else {}
+    large = corpus.word_frequencies(language, "large", min_frequency=10 ** (LISTED_ZIPF - 9)) if theirs else {}
     if not large:
         return frozenset()
-    floor = 10 ** (LISTED_ZIPF - 9)
-    listed = {part for word, f in large.items() if f >= floor for part in ngram.normalise(word).split()}
-    return frozenset(theirs - listed - common_words(language))
+    return frozenset(theirs - _normalised(large) - common_words(language))
+
+
+def _normalised(words) -> set[str]:
+    """The words as `ngram.normalise` splits them. A word of lower-case letters only is its own split, and most
+    listed words are: they skip the regular expression (the large lists hold ~300k-1M words each)."""
+    found: set[str] = set()
+    for word in words:
+        if word.isalpha() and word.casefold() == word:
+            found.add(word)
+        else:
+            found.update(ngram.normalise(word).split())
+    return found
 
 
 def foreign_word(text: str, language: str, others) -> str | None:

@@ -69,23 +69,15 @@ class Scorer:
         self._index = {code: i for i, code in enumerate(self.languages)}
         self._chars = np.load(folder / "chars.npy", mmap_mode="r")
         self._words = np.load(folder / "words.npy", mmap_mode="r")
-        self._loaded: tuple[str, ...] = ()
-        self._rows = (np.zeros((0, self._chars.shape[1]), np.float16), np.zeros((0, self._words.shape[1]), np.float16))
 
     def known(self, candidates) -> list[str]:
         return [c for c in candidates if c in self._index]
 
-    def _tables(self, candidates: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, list[int]]:
-        """The rows of every language asked for so far, and where each of `candidates` is among them. Rows are
-        copied out of the memory map once per new language, not once per set of candidates: a batch's set
-        changes with its texts, and each copy of 27 languages' rows is 54 MB to fault in (it was most of
-        `mlgrpo langid`'s time on 10,000 lines)."""
-        if not set(candidates) <= set(self._loaded):
-            self._loaded = tuple(sorted(set(self._loaded) | set(candidates)))
-            rows = [self._index[c] for c in self._loaded]
-            self._rows = (np.ascontiguousarray(self._chars[rows]), np.ascontiguousarray(self._words[rows]))
-        where = {code: i for i, code in enumerate(self._loaded)}
-        return (*self._rows, [where[c] for c in candidates])
+    def warm(self, candidates) -> None:
+        """Read the candidates' rows once, so that the first texts scored do not wait for the disk."""
+        for row in (self._index[c] for c in self.known(candidates)):
+            for table in (self._chars, self._words):
+                float(table[row, ::1024].sum())  # one value in every 2 KB: every page
 
     def log_scores(self, texts: Sequence[str], candidates: Sequence[str], max_order: int = ngram.MAX_ORDER,
                    with_words: bool = True) -> np.ndarray:
@@ -94,14 +86,24 @@ class Scorer:
         `max_order` below MAX_ORDER and no words: for Han text between Chinese and Japanese, both write
         "三百九十六" alike, and 3-5-grams and words only echo which language's training text happened to hold
         more numbers; characters and their pairs still tell 删除 (Chinese) from 削除, and 名前 from 名字."""
-        chars, words, columns = self._tables(tuple(candidates))
+        rows = [self._index[c] for c in candidates]
         n = len(texts)
         buckets, owner = ngram.features(texts, CHAR_BITS, max_order=max_order)
-        total = ngram.sums_per_text(chars[:, buckets], owner, n) / CHAR_TEMPERATURE
+        total = ngram.sums_per_text(_gather(self._chars, rows, buckets), owner, n) / CHAR_TEMPERATURE
         buckets, owner = ngram.words(texts, WORD_BITS) if with_words else ((), None)
         if len(buckets):
-            total += ngram.sums_per_text(words[:, buckets], owner, n)
-        return total[:, columns]
+            total += ngram.sums_per_text(_gather(self._words, rows, buckets), owner, n)
+        return total
+
+
+def _gather(table: np.ndarray, rows: list[int], buckets: np.ndarray) -> np.ndarray:
+    """table[rows][:, buckets], (len(rows), len(buckets)), read straight from the memory map: no row is copied
+    (a copy of 27 languages' rows is 54 MB to allocate and fault in, most of `mlgrpo langid`'s time on 10,000
+    lines when it was made once per candidate set), and only the candidates' rows are touched."""
+    out = np.empty((len(rows), len(buckets)), dtype=table.dtype)
+    for i, row in enumerate(rows):
+        np.take(table[row], buckets, out=out[i])
+    return out
 
 
 @functools.cache

@@ -124,3 +124,21 @@ def test_han_of_numerals_and_dates_alone_is_as_chinese_as_japanese():
     shared, chinese = chinese_or_japanese(["第九十六万七千九百二十八", "删除"])
     assert dict(shared) == {"ja": 0.5, "zh": 0.5}
     assert dict(chinese)["zh"] > 0.9
+
+
+def test_model_scores_do_not_depend_on_which_languages_were_loaded_before():
+    """Scores read the candidates' own rows from the memory-mapped model: a candidate set's scores are the
+    same whatever was scored before, and each language's column is the same in any set."""
+    import numpy as np
+
+    from mlgrpo.langid.trained import Scorer, model_dir, scorer
+
+    scorer()  # built once per machine
+    texts = ["Nome do usuário", "名前", "Jina la mtumiaji", "42"]
+    fresh = Scorer(model_dir())
+    alone = fresh.log_scores(texts, ("zh", "ja"))
+    fresh.log_scores(texts, ("pt", "es", "sw", "en"))
+    again = fresh.log_scores(texts, ("zh", "ja"))
+    assert alone.shape == (4, 2) and np.array_equal(alone, again)
+    both = fresh.log_scores(texts, ("ja", "pt", "zh"))
+    assert np.array_equal(both[:, [2, 0]], alone)
