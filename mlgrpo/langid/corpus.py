@@ -140,7 +140,9 @@ def _catalogue_texts(package: str, pattern: str = "**/locale/*/LC_MESSAGES/*.mo"
     entry cannot then be told from a translated one)."""
     texts: dict[str, set[str]] = {}
     for language, msgid, translation in catalogue_pairs(package, pattern):
-        english = msgid if english_of is None else english_of.get(msgid, None if _IDENTIFIER.fullmatch(msgid) else msgid)
+        english = msgid if english_of is None else english_of.get(msgid)
+        if english is None and not _IDENTIFIER.fullmatch(msgid):  # a msgid that is itself English text
+            english = msgid
         if english:
             texts.setdefault("en", set()).add(english)
         if language == "en" or (english is None and translation.isascii()):
