@@ -14,7 +14,6 @@ fastText alone ranks them. Knows nothing about screening, thresholds, files or t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -58,17 +57,21 @@ def script_backend_languages() -> frozenset[str]:
     return frozenset().union(*SCRIPT_LANGUAGES.values())
 
 
-def softmax(codes: Sequence[str], scores: Sequence[float]) -> Scores:
-    """[(code, p)] best first, p proportional to exp(score) (plain Python: K is small, NumPy's per-call
-    overhead is not).
+def softmax_rows(codes: Sequence[str], logits: np.ndarray) -> list[Scores]:
+    """Row by row of `logits` (N, K): [(code, p)] best first, p proportional to exp(logit). One NumPy pass
+    for all rows; what is left in Python is building the pairs.
 
-    >>> [(c, round(p, 3)) for c, p in softmax(["de", "nl"], [0.0, -math.log(3)])]
-    [('de', 0.75), ('nl', 0.25)]
+    >>> [[(c, round(p, 3)) for c, p in row] for row in softmax_rows(["de", "nl"], np.array([[0.0, -np.log(3)], [0.0, 0.0]]))]
+    [[('de', 0.75), ('nl', 0.25)], [('de', 0.5), ('nl', 0.5)]]
     """
-    top = max(scores)
-    weights = [math.exp(s - top) for s in scores]
-    total = sum(weights)
-    return sorted(((code, w / total) for code, w in zip(codes, weights)), key=lambda cp: -cp[1])
+    if not len(logits):
+        return []
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probabilities = weights / weights.sum(axis=1, keepdims=True)
+    order = np.argsort(-probabilities, axis=1, kind="stable")
+    ranked = np.take_along_axis(probabilities, order, axis=1).tolist()
+    names = list(codes)
+    return [[(names[j], p) for j, p in zip(row, ps)] for row, ps in zip(order.tolist(), ranked)]
 
 
 def in_scripts_of(text: str, shares: dict[str, float], languages: frozenset[str]) -> str:
@@ -82,26 +85,15 @@ def in_scripts_of(text: str, shares: dict[str, float], languages: frozenset[str]
     return "".join(" " if script_of(ch) in foreign else ch for ch in text)
 
 
-def _model_scores(texts: list[str], candidates: list[tuple[str, ...]]) -> list[np.ndarray]:
-    """The n-gram model's (K,) scores of each text for its candidates. One pass over all texts, scored
-    against every language any of them may be in; each text then keeps its own candidates' columns."""
+def _model_scores(texts: list[str], candidates: list[tuple[str, ...]]) -> tuple[dict[str, int], np.ndarray]:
+    """The n-gram model's scores of each text, (N, U), against every language (U, their columns) any of the
+    texts may be in: one pass over all texts."""
     from mlgrpo.langid.trained import scorer
 
     model = scorer()
     union = tuple(sorted(model.known(frozenset().union(*candidates))))
-    found = np.zeros((len(texts), len(union)))
-    if union and texts:
-        found = model.log_scores(texts, union)
-    column = {code: i for i, code in enumerate(union)}
-    out = []
-    for row, codes in zip(found, candidates):
-        known = [column[c] for c in codes if c in column]
-        mine = row[known]
-        if len(known) < len(codes):  # unknown to the model: the mean of the known (fastText decides them)
-            fill = mine.mean() if len(known) else 0.0
-            mine = np.array([row[column[c]] if c in column else fill for c in codes])
-        out.append(mine)
-    return out
+    found = model.log_scores(texts, union) if union and texts else np.zeros((len(texts), len(union)))
+    return {code: i for i, code in enumerate(union)}, found
 
 
 class _Pending:
@@ -130,24 +122,50 @@ def _prepare(sample: Sample, candidates: frozenset[str]) -> Scores | _Pending:
     return _Pending(codes, in_scripts_of(sample.text, sample.shares, allowed), masses)
 
 
-def _finish(pending: _Pending, model: np.ndarray) -> Scores:
-    masses = pending.masses
-    return softmax(pending.codes, [m + FASTTEXT_WEIGHT * math.log(masses.get(c, 0.0) + FASTTEXT_FLOOR)
-                                   for c, m in zip(pending.codes, model.tolist())])
+def _finish(pending: list[_Pending], column: dict[str, int], found: np.ndarray, temperature: float) -> list[Scores]:
+    """Step 3 for texts that share their candidates, given the n-gram model's scores `found` (their rows;
+    `column`: each language's column): those plus fastText's, as a softmax at `temperature` (calibrating a
+    softmax is dividing its logits by the temperature). Candidates the model does not know get the mean of
+    the known ones' scores (fastText decides them)."""
+    codes = pending[0].codes
+    known = [i for i, code in enumerate(codes) if code in column]
+    logits = np.zeros((len(pending), len(codes)))
+    if known:
+        logits[:, known] = found[:, [column[codes[i]] for i in known]]
+        if len(known) < len(codes):
+            unknown = [i for i in range(len(codes)) if codes[i] not in column]
+            logits[:, unknown] = logits[:, known].mean(axis=1, keepdims=True)
+    index = {code: i for i, code in enumerate(codes)}
+    masses = np.zeros_like(logits)
+    for row, p in enumerate(pending):
+        for code, mass in p.masses.items():
+            if code in index:
+                masses[row, index[code]] = mass
+    logits += FASTTEXT_WEIGHT * np.log(masses + FASTTEXT_FLOOR)
+    return softmax_rows(codes, logits / temperature)
 
 
-def default_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:
+def default_probabilities_many(samples: Sequence[Sample], candidates: frozenset[str], temperature: float) -> list[Scores]:
+    """Steps 1-3 for each sample, calibrated at `temperature` (steps 1-2 answer one language or none, which
+    calibration leaves as it is)."""
     prepared = [_prepare(sample, candidates) for sample in samples]
-    pending = [(i, p) for i, p in enumerate(prepared) if isinstance(p, _Pending)]
-    if pending:
-        model = _model_scores([p.text for _, p in pending], [p.codes for _, p in pending])
-        for (i, p), scores in zip(pending, model):
-            prepared[i] = _finish(p, scores)
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, p in enumerate(prepared):
+        if isinstance(p, _Pending):
+            groups.setdefault(p.codes, []).append(i)
+    for codes, members in groups.items():
+        column, found = _model_scores([prepared[i].text for i in members], [codes])
+        for i, scores in zip(members, _finish([prepared[i] for i in members], column, found, temperature)):
+            prepared[i] = scores
     return prepared  # type: ignore[return-value]
 
 
+def default_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:
+    return default_probabilities_many(samples, candidates, 1.0)
+
+
 def default_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
-    return default_scores_many([sample], candidates)[0]
+    return default_probabilities_many([sample], candidates, 1.0)[0]
 
 
 def chinese_or_japanese(texts: Sequence[str]) -> list[Scores]:
@@ -161,8 +179,7 @@ def chinese_or_japanese(texts: Sequence[str]) -> list[Scores]:
     if not texts:
         return []
     found = HAN_SCALE * scorer().log_scores(list(texts), ("ja", "zh"), max_order=HAN_ORDER, with_words=False) / DEFAULT_TEMPERATURE
-    return [[("ja", 0.5), ("zh", 0.5)] if _shared_han(text) else softmax(("ja", "zh"), row)
-            for text, row in zip(texts, found.tolist())]
+    return [[("ja", 0.5), ("zh", 0.5)] if _shared_han(text) else row for text, row in zip(texts, softmax_rows(("ja", "zh"), found))]
 
 
 def _shared_han(text: str) -> bool:
@@ -171,19 +188,22 @@ def _shared_han(text: str) -> bool:
     return bool(han) and all(ch in HAN_SHARED for ch in han)
 
 
-def ngram_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:
-    """The n-gram model alone (no scripts, no fastText), over the candidates it knows."""
+def ngram_probabilities_many(samples: Sequence[Sample], candidates: frozenset[str], temperature: float) -> list[Scores]:
+    """The n-gram model alone (no scripts, no fastText), over the candidates it knows, at `temperature`."""
     from mlgrpo.langid.trained import scorer
 
     codes = tuple(sorted(scorer().known(candidates)))
     if not codes or not samples:
         return [[] for _ in samples]
-    found = scorer().log_scores([s.text for s in samples], codes)
-    return [softmax(codes, row) for row in found.tolist()]
+    return softmax_rows(codes, scorer().log_scores([s.text for s in samples], codes) / temperature)
+
+
+def ngram_scores_many(samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:
+    return ngram_probabilities_many(samples, candidates, 1.0)
 
 
 def ngram_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
-    return ngram_scores_many([sample], candidates)[0]
+    return ngram_probabilities_many([sample], candidates, 1.0)[0]
 
 
 def ngram_languages() -> frozenset[str]:
@@ -203,7 +223,8 @@ def _load_model(candidates: frozenset[str]) -> None:
 register(Backend("script", "Unicode scripts and letters, no model: answers where they decide, else 'und'",
                  script_backend_languages, script_only_scores))
 register(Backend("ngram", "mlgrpo's character n-gram and word model, trained on package data at first use",
-                 ngram_languages, ngram_scores, _load_model, scores_many=ngram_scores_many, temperature=NGRAM_TEMPERATURE))
+                 ngram_languages, ngram_scores, _load_model, scores_many=ngram_scores_many, temperature=NGRAM_TEMPERATURE,
+                 calibrated_many=ngram_probabilities_many))
 register(
     Backend(
         "default",
@@ -213,5 +234,6 @@ register(
         _load_model,
         scores_many=default_scores_many,
         temperature=DEFAULT_TEMPERATURE,
+        calibrated_many=default_probabilities_many,
     )
 )

@@ -118,25 +118,27 @@ class LanguageIdentifier:
 
     def _guess_many(self, samples: list[Sample]) -> list[LangGuess]:
         """Guesses for screened texts: the backend's best language above the threshold, then "und" for the
-        texts that mix languages (`_foreign_weight`), whose parts are scored together in one more pass."""
-        guesses, checks = [], []
-        for k, (sample, scores) in enumerate(zip(samples, self.backend.probabilities_many(samples, self.candidates))):
+        texts that mix languages (`_foreign_weight`). The parts of every text that may mix languages are
+        scored in the same pass as the texts (a second pass cost as much again in fixed costs as its parts)."""
+        # One sentence can only mix languages through letters of more than one script.
+        breaks = {k for k, sample in enumerate(samples) if sentence_break(sample.text)}
+        pieces_of = {k: pieces for k, sample in enumerate(samples) if (k in breaks or len(sample.shares) > 1)
+                     and len(pieces := parts(sample.text, MIN_PART_WEIGHT)) >= 2}
+        extra = [Sample(piece) for pieces in pieces_of.values() for piece, _ in pieces]
+        found = self.backend.probabilities_many(samples + extra, self.candidates)
+        scored = iter(found[len(samples):])
+        guesses = []
+        for k, (sample, scores) in enumerate(zip(samples, found)):
+            of_parts = [next(scored) for _ in pieces_of.get(k, ())]
             if not scores or scores[0][1] < self.min_confidence:
                 guesses.append(UNKNOWN)
                 continue
             language, confidence = scores[0]
-            guesses.append(LangGuess(language, float(confidence)))
-            # One sentence can only mix languages through letters of scripts its language does not use.
-            if sentence_break(sample.text) or (len(sample.shares) > 1 and foreign_share(sample.shares, language) >= MIXED_SHARE):
-                pieces = parts(sample.text, MIN_PART_WEIGHT)
-                if len(pieces) >= 2:
-                    checks.append((k, language, pieces, letter_weight(sample.text)))
-        if checks:
-            scored = iter(self.backend.probabilities_many([Sample(p) for *_, pieces, _ in checks for p, _ in pieces],
-                                                          self.candidates))
-            for k, language, pieces, weight in checks:
-                if _foreign_weight(pieces, [next(scored) for _ in pieces], language) >= MIXED_SHARE * weight:
-                    guesses[k] = UNKNOWN
+            mixed = k in pieces_of and (k in breaks or foreign_share(sample.shares, language) >= MIXED_SHARE)
+            if mixed and _foreign_weight(pieces_of[k], of_parts, language) >= MIXED_SHARE * letter_weight(sample.text):
+                guesses.append(UNKNOWN)
+            else:
+                guesses.append(LangGuess(language, float(confidence)))
         return guesses
 
 

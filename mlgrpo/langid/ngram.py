@@ -33,19 +33,27 @@ def normalise(text: str) -> str:
     return " " + " ".join(_NOT_LETTER.sub(" ", text.casefold()).split()) + " "
 
 
-def _points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The normalised texts joined by separators, as code points, and separators_before[i]: the
-    separators among points[:i] (the index of the text that points[i] belongs to)."""
-    joined = "\x00".join(normalise(t) for t in texts)
-    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    return points, np.concatenate(([0], np.cumsum(points == _SEPARATOR)))
+class Joined:
+    """A batch of texts normalised and joined by separators, as code points, and separators_before[i]: the
+    separators among points[:i] (the index of the text that points[i] belongs to). Made once for a batch,
+    it serves both `features` and `words`."""
+
+    def __init__(self, texts: Sequence[str]):
+        joined = "\x00".join(normalise(t) for t in texts)
+        self.points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        self.separators_before = np.concatenate(([0], np.cumsum(self.points == _SEPARATOR)))
 
 
-def features(texts: Sequence[str], bits: int = DEFAULT_BITS, max_order: int = MAX_ORDER) -> tuple[np.ndarray, np.ndarray]:
+def _joined(texts: Sequence[str] | Joined) -> tuple[np.ndarray, np.ndarray]:
+    found = texts if isinstance(texts, Joined) else Joined(texts)
+    return found.points, found.separators_before
+
+
+def features(texts: Sequence[str] | Joined, bits: int = DEFAULT_BITS, max_order: int = MAX_ORDER) -> tuple[np.ndarray, np.ndarray]:
     """(buckets, owner): each n-gram's bucket (int64) and the index of the text it comes from, sorted
     by owner. A text whose normalised form is empty has no n-grams. `max_order` 1: characters only.
     """
-    points, separators_before = _points(texts)
+    points, separators_before = _joined(texts)
     # A window [i, i+n) is valid when it holds no separator.
     buckets, owners = [], []
     shift = np.uint64(64 - bits)
@@ -67,7 +75,7 @@ def features(texts: Sequence[str], bits: int = DEFAULT_BITS, max_order: int = MA
     return bucket[order], owner[order]
 
 
-def words(texts: Sequence[str], bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray]:
+def words(texts: Sequence[str] | Joined, bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray]:
     """(buckets, owner) of every word (maximal run of letters and marks of the normalised text), hashed
     from its characters and their positions; sorted by owner.
 
@@ -75,7 +83,7 @@ def words(texts: Sequence[str], bits: int = DEFAULT_BITS) -> tuple[np.ndarray, n
     >>> sorted(a.tolist()) == sorted(b.tolist() + words(["do"])[0].tolist())
     True
     """
-    points, separators_before = _points(texts)
+    points, separators_before = _joined(texts)
     inside = (points != _SPACE) & (points != _SEPARATOR)
     if not inside.any():
         return np.zeros(0, np.int64), np.zeros(0, np.int64)

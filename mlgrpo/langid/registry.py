@@ -46,12 +46,17 @@ class Backend:
     # Calibration: probabilities are raised to 1/temperature and renormalised, so that a confidence of
     # 0.9 is right about 9 times in 10 (fitted on the corpus's tune split, `bench.bench_langid --tune`).
     temperature: float = 1.0
+    # Scores many samples calibrated at a temperature in the same pass (a softmax over logits: calibrating
+    # is dividing them by it, `calibrate`'s result without its per-pair Python); None: `calibrate` after.
+    calibrated_many: Callable[[Sequence[Sample], frozenset[str], float], list[Scores]] | None = None
 
     def probabilities(self, sample: Sample, candidates: frozenset[str]) -> Scores:
         """The backend's calibrated probabilities of the candidates, best first ([]: cannot tell)."""
-        return calibrate(self.scores(sample, candidates), self.temperature)
+        return self.probabilities_many([sample], candidates)[0]
 
     def probabilities_many(self, samples: Sequence[Sample], candidates: frozenset[str]) -> list[Scores]:
+        if self.calibrated_many:
+            return self.calibrated_many(samples, candidates, self.temperature)
         found = self.scores_many(samples, candidates) if self.scores_many else [self.scores(s, candidates) for s in samples]
         return [calibrate(scores, self.temperature) for scores in found]
 

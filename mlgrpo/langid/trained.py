@@ -88,9 +88,10 @@ class Scorer:
         more numbers; characters and their pairs still tell 删除 (Chinese) from 削除, and 名前 from 名字."""
         rows = [self._index[c] for c in candidates]
         n = len(texts)
-        buckets, owner = ngram.features(texts, CHAR_BITS, max_order=max_order)
+        joined = ngram.Joined(texts)
+        buckets, owner = ngram.features(joined, CHAR_BITS, max_order=max_order)
         total = ngram.sums_per_text(_gather(self._chars, rows, buckets), owner, n) / CHAR_TEMPERATURE
-        buckets, owner = ngram.words(texts, WORD_BITS) if with_words else ((), None)
+        buckets, owner = ngram.words(joined, WORD_BITS) if with_words else ((), None)
         if len(buckets):
             total += ngram.sums_per_text(_gather(self._words, rows, buckets), owner, n)
         return total

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from mlgrpo.langid import LanguageIdentifier
 from mlgrpo.langid.codes import KNOWN_CODES
-from mlgrpo.langid.combined import in_scripts_of, softmax
+from mlgrpo.langid.combined import in_scripts_of, softmax_rows
 from mlgrpo.langid.models import fasttext_languages, hedged, langdetect_languages, lingua_languages
 from mlgrpo.langid.registry import BACKENDS, Sample, calibrate
 
@@ -20,10 +21,25 @@ SWAHILI = ("mia tatu na themanini na nne", "thelathini na saba", "elfu moja")  #
 
 def test_softmax_and_calibration_by_hand():
     # exp(0) : exp(-ln 3) = 3 : 1
-    assert softmax(["de", "nl"], [0.0, -math.log(3)]) == [("de", pytest.approx(0.75)), ("nl", pytest.approx(0.25))]
+    assert softmax_rows(["de", "nl"], np.array([[0.0, -math.log(3)], [-math.log(3), 0.0]])) == [
+        [("de", pytest.approx(0.75)), ("nl", pytest.approx(0.25))], [("nl", pytest.approx(0.75)), ("de", pytest.approx(0.25))]]
     # temperature 2: sqrt(0.8) : sqrt(0.2) = 2 : 1
     assert calibrate([("de", 0.8), ("nl", 0.2)], 2.0) == [("de", pytest.approx(2 / 3)), ("nl", pytest.approx(1 / 3))]
     assert calibrate([("de", 0.8), ("nl", 0.2)], 1.0) == [("de", 0.8), ("nl", 0.2)]
+
+
+@pytest.mark.parametrize("backend", ["default", "ngram"])
+def test_calibrating_in_the_softmax_is_calibrating_after_it(backend):
+    """The backends that calibrate inside their softmax (`calibrated_many`) give what `calibrate` gives on
+    their raw scores: the temperatures fitted on raw scores mean the same."""
+    found = BACKENDS[backend]
+    samples = [Sample(t) for t in ("Nome do usuário", "Имя пользователя", "名前", "mia tatu na themanini na nne", "Kiel vi fartas?")]
+    candidates = frozenset(LANGUAGES)
+    expected = [calibrate(scores, found.temperature) for scores in found.scores_many(samples, candidates)]
+    got = found.probabilities_many(samples, candidates)
+    assert [[code for code, _ in s] for s in got] == [[code for code, _ in s] for s in expected]
+    assert [[p for _, p in s] for s in got] == [pytest.approx([p for _, p in s], abs=1e-9) for s in expected]
+    assert found.probabilities(samples[0], candidates) == got[0]
 
 
 def test_hedged_fasttext_keeps_the_mass_outside_the_candidates_shared_evenly():
