@@ -569,7 +569,9 @@ def main(argv: list[str] | None = None) -> None:
     if any("ROWS LOST" in line for line in accounting):
         raise SystemExit("rows were lost: see the accounting above")
     if not args.no_write:
-        command = "OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_load"
+        command = "OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_load" + "".join(
+            f" --{name} {value}" for name, value in (("rows", args.rows), ("languages", args.languages), ("rounds", args.rounds))
+            if value != parser.get_default(name))
         print(f"\nwritten to {write_section('load', f'Load: {args.rows:,} rows in {len(languages)} languages', body, command)}")
 
 

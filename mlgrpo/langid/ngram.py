@@ -51,7 +51,8 @@ def _joined(texts: Sequence[str] | Joined) -> tuple[np.ndarray, np.ndarray]:
 
 def features(texts: Sequence[str] | Joined, bits: int = DEFAULT_BITS, max_order: int = MAX_ORDER) -> tuple[np.ndarray, np.ndarray]:
     """(buckets, owner): each n-gram's bucket (int64) and the index of the text it comes from, sorted
-    by owner. A text whose normalised form is empty has no n-grams. `max_order` 1: characters only.
+    by owner. A text without letters normalises to its two pad spaces, whose pair is its one n-gram (the
+    trained model has it: word lists hold numbers). `max_order` 1: characters only.
     """
     points, separators_before = _joined(texts)
     # A window [i, i+n) is valid when it holds no separator.

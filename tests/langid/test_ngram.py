@@ -1,0 +1,29 @@
+"""The n-gram features: counted by hand, independent of the batch, and one normalised batch serving both kinds."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlgrpo.langid import ngram
+
+
+def test_a_text_has_every_ngram_of_orders_one_to_five_but_the_lone_space():
+    # " ab " (4 characters): orders 1-5 give 4, 3, 2, 1, 0 windows; the two lone spaces are dropped: 2+3+2+1 = 8.
+    buckets, owner = ngram.features(["ab"], bits=19)
+    assert len(buckets) == 8 and owner.tolist() == [0] * 8
+    assert ngram.words(["ab cd"], bits=19)[1].tolist() == [0, 0]
+
+
+def test_features_do_not_cross_texts_and_do_not_depend_on_the_batch():
+    alone = [ngram.features([t], bits=19)[0] for t in ("Nome do usuário", "Имя", "")]
+    together, owner = ngram.features(["Nome do usuário", "Имя", ""], bits=19)
+    assert [sorted(together[owner == i].tolist()) for i in range(3)] == [sorted(a.tolist()) for a in alone]
+    assert (owner == 2).sum() == 1  # a text without letters: only its two pad spaces' pair
+
+
+def test_one_joined_batch_gives_what_the_texts_give():
+    texts = ["Nome do usuário", "GIMP 笔刷管道", "Имя пользователя", "12"]
+    joined = ngram.Joined(texts)
+    for kind in (ngram.features, ngram.words):
+        a, b = kind(joined, 19), kind(texts, 19)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
