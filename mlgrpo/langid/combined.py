@@ -85,15 +85,14 @@ def in_scripts_of(text: str, shares: dict[str, float], languages: frozenset[str]
     return "".join(" " if script_of(ch) in foreign else ch for ch in text)
 
 
-def _model_scores(texts: list[str], candidates: list[tuple[str, ...]]) -> tuple[dict[str, int], np.ndarray]:
-    """The n-gram model's scores of each text, (N, U), against every language (U, their columns) any of the
-    texts may be in: one pass over all texts."""
+def _model_scores(texts: list[str], codes: tuple[str, ...]) -> tuple[dict[str, int], np.ndarray]:
+    """The n-gram model's scores of each text, (N, K'), against those of `codes` it knows, and each one's column."""
     from mlgrpo.langid.trained import scorer
 
     model = scorer()
-    union = tuple(sorted(model.known(frozenset().union(*candidates))))
-    found = model.log_scores(texts, union) if union and texts else np.zeros((len(texts), len(union)))
-    return {code: i for i, code in enumerate(union)}, found
+    known = tuple(model.known(codes))
+    found = model.log_scores(texts, known) if known and texts else np.zeros((len(texts), len(known)))
+    return {code: i for i, code in enumerate(known)}, found
 
 
 class _Pending:
@@ -153,8 +152,8 @@ def default_probabilities_many(samples: Sequence[Sample], candidates: frozenset[
     for i, p in enumerate(prepared):
         if isinstance(p, _Pending):
             groups.setdefault(p.codes, []).append(i)
-    for codes, members in groups.items():
-        column, found = _model_scores([prepared[i].text for i in members], [codes])
+    for codes, members in groups.items():  # a Latin text is not scored for Russian: one pass per candidate set
+        column, found = _model_scores([prepared[i].text for i in members], codes)
         for i, scores in zip(members, _finish([prepared[i] for i in members], column, found, temperature)):
             prepared[i] = scores
     return prepared  # type: ignore[return-value]
