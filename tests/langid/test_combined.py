@@ -145,8 +145,6 @@ def test_han_of_numerals_and_dates_alone_is_as_chinese_as_japanese():
 def test_model_scores_do_not_depend_on_which_languages_were_loaded_before():
     """Scores read the candidates' own rows from the memory-mapped model: a candidate set's scores are the
     same whatever was scored before, and each language's column is the same in any set."""
-    import numpy as np
-
     from mlgrpo.langid.trained import Scorer, model_dir, scorer
 
     scorer()  # built once per machine
