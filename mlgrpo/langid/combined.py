@@ -30,13 +30,14 @@ OUTSIDER_SURE = 0.97
 # fastText's weight in the default's score, and the probability added to it so that its zero is no veto.
 FASTTEXT_WEIGHT = 1.0
 FASTTEXT_FLOOR = 1e-3
-# `chinese_or_japanese` scores characters and character pairs (HAN_ORDER), whose scores spread less than
-# those of 1-5-grams and words; scaled by HAN_SCALE they meet the default's temperature. Pairs tell Japanese
+# `chinese_or_japanese` scores characters and character pairs (HAN_ORDER) with the naive Bayes table alone, whose
+# log-likelihoods it divides by HAN_TEMPERATURE (chosen with model v4, whose naive Bayes table is unchanged: its
+# scores, 1/3 of the log-likelihood, times a scale of 3, over the default's temperature of 5.7). Pairs tell Japanese
 # words of Chinese characters from Chinese ones (名前, 引数, 最終更新: Japanese; 名字, 参数, 最后更新: Chinese),
 # which characters alone did not. On the consistency benchmark's tune split (the model with Plone's
 # catalogues), Japanese text judged in a Chinese row: 8 of 150 with characters alone (scale 5), 7 with pairs
 # (scale 3); Chinese text in a Japanese row: 6 -> 1; correct Japanese 246 -> 247 of 250, Chinese 250 both.
-HAN_SCALE = 3.0
+HAN_TEMPERATURE = 5.7
 HAN_ORDER = 2
 # Han characters that Chinese (both scripts) and Japanese write alike in numbers and dates: numerals,
 # the ordinal prefix and 年月日. A text of these alone ("第九十六万七千九百二十八", "二〇二六年") is written
@@ -45,8 +46,8 @@ HAN_ORDER = 2
 HAN_SHARED = frozenset("〇零一二三四五六七八九十百千万億兆第年月日")
 # Calibration temperatures (registry.Backend.temperature), fitted on the tune sample by
 # `python -m bench.bench_langid --tune`: the scores of a naive Bayes model are far too sure of themselves.
-NGRAM_TEMPERATURE = 4.6
-DEFAULT_TEMPERATURE = 5.7
+NGRAM_TEMPERATURE = 5.2
+DEFAULT_TEMPERATURE = 5.9
 
 
 def script_only_scores(sample: Sample, candidates: frozenset[str]) -> Scores:
@@ -173,11 +174,13 @@ def chinese_or_japanese(texts: Sequence[str]) -> list[Scores]:
     n-grams only echo which language's training text held more numbers (the full model gives "三百九十六" ja
     0.95), while characters and pairs still tell 删除 (Chinese) from 削除 (Japanese). Text of numerals and
     date characters alone (HAN_SHARED) is 0.5 each. For language consistency, not identification."""
-    from mlgrpo.langid.trained import scorer
+    from mlgrpo.langid.trained import CHAR_TEMPERATURE, scorer
 
     if not texts:
         return []
-    found = HAN_SCALE * scorer().log_scores(list(texts), ("ja", "zh"), max_order=HAN_ORDER, with_words=False) / DEFAULT_TEMPERATURE
+
+    naive_bayes = scorer().log_scores(list(texts), ("ja", "zh"), max_order=HAN_ORDER, with_words=False, with_lm=False)
+    found = naive_bayes * CHAR_TEMPERATURE / HAN_TEMPERATURE
     return [[("ja", 0.5), ("zh", 0.5)] if _shared_han(text) else row for text, row in zip(texts, softmax_rows(("ja", "zh"), found))]
 
 
