@@ -4,14 +4,16 @@ a neighbour's translation of the same message and an English answer must not.
 `mlgrpo.rewards.language_consistency` > 0.5 means "in the row's language". Candidates: the 27 languages of
 bench/langid_texts.py, so that every neighbour competes. Texts none of which mlgrpo's language model
 trained on (the corpus's test split, and the Sphinx and django-allauth catalogues):
-- correct: the built-in suites' references (numbers, dates: every item of the suite in each of its
-  languages, sampled), UI translations (they keep product names and acronyms: "GIMP", "PEM", "Sphinx"),
-  and CLDR words;
+- correct: the built-in suites' references (numbers, dates: SUITE_ITEMS items of each suite in each of its
+  languages, drawn with the seed), every UI translation (they keep product names and acronyms: "GIMP",
+  "PEM", "Sphinx") and CLDR word of the split;
 - neighbour: the translation of the same English message into a close neighbour of the row's language
   (PAIRS), where it is spelled differently from anything the row's language writes in the sources and
   is not made of common words of the row's language alone (Spanish "Sobre este documento" is Portuguese
-  too; `mlgrpo.langid.lexicon`, the lexicon the judge itself accepts such text by);
+  too; `mlgrpo.langid.lexicon`); both judged on the words the judge counts (`voting_text`: "inválido
+  numfig_format:" is Portuguese as much as Spanish);
 - English: the English message itself as the answer to a non-English row, on the same terms.
+Every such text of the split is judged (no sample: the pools hold 100-1,300 texts a language, 120-390 a pair).
 Goals: correct >= 0.97 in every language; neighbour and English <= 0.05.
 
     OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_consistency           # the report's section
@@ -28,7 +30,7 @@ from bench._report import markdown_table, write_section
 from bench.langid_texts import LANGUAGES, _owners, _unseen_half, pools, unseen_pairs
 from mlgrpo.langid import corpus
 from mlgrpo.langid.lexicon import in_common_words
-from mlgrpo.rewards.language import MIN_PROBABILITY, language_consistency
+from mlgrpo.rewards.language import MIN_PROBABILITY, language_consistency, voting_text
 
 # (row language, the neighbour whose translation is given): the pairs the issue names, both ways, and more.
 PAIRS = (("es", "pt"), ("pt", "es"), ("ru", "uk"), ("uk", "ru"), ("sv", "da"), ("da", "sv"), ("zh", "ja"), ("ja", "zh"),
@@ -36,7 +38,7 @@ PAIRS = (("es", "pt"), ("pt", "es"), ("ru", "uk"), ("uk", "ru"), ("sv", "da"), (
          ("fr", "it"), ("it", "fr"), ("id", "sw"), ("hi", "ur"))
 SUITES = ("numbers", "dates")
 GOAL_CORRECT, GOAL_WRONG = 0.97, 0.05
-PER_SET = 150
+SUITE_ITEMS = 50  # references per suite and language
 MIN_PAIR = 20  # a pair with fewer texts is shown but not judged
 def translations(split: str) -> dict[str, dict[str, str]]:
     """English message -> {language: translation} over every catalogue, for translations of `split`
@@ -65,34 +67,38 @@ def suite_references(language: str, per: int, seed: int) -> list[str]:
 
 
 def build_sets(split: str, seed: int = 0) -> dict[str, list[tuple[str, str]]]:
-    """Set name -> [(row language, completion)]."""
-    rng = random.Random(seed)
+    """Set name -> [(row language, completion)]: every text of the split (`seed` draws the suites' references)."""
     available = pools(split)
     sets: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for language in LANGUAGES:
         for kind in ("ui", "ui-unseen", "words"):
-            pool = available[language, kind]
-            sets["correct"] += [(language, t) for t in rng.sample(pool, min(PER_SET // 3, len(pool)))]
-        sets["correct"] += [(language, t) for t in suite_references(language, PER_SET // 3, seed)]
+            sets["correct"] += [(language, t) for t in available[language, kind]]
+        sets["correct"] += [(language, t) for t in suite_references(language, SUITE_ITEMS, seed)]
     by_message = translations(split)
     owners = _owners()
+    spelled = defaultdict(set)  # language -> the folded spellings it writes anywhere in the sources
+    for spelling, languages in owners.items():
+        for language in languages:
+            spelled[language].add(spelling)
 
     def wrong(text: str, row: str) -> bool:
-        """Not also the row language's: spelled differently from anything that language writes anywhere in
-        the sources ("Retorno" is Portuguese and Spanish; "Index" English and German), and not all common
-        words of it ("Sobre este documento")."""
-        return corpus.has_letters(text) and row not in owners.get(corpus.fold(text), ()) and not in_common_words(text, row)
+        """Not also the row language's: its voting words (those the judge counts: code, acronyms, numbers and
+        names left out, `voting_text`) spelled differently from anything that language writes anywhere in
+        the sources ("Retorno" is Portuguese and Spanish; "Index" English and German; "inválido numfig_format:"
+        is "inválido"), and not all common words of it ("Sobre este documento")."""
+        words = voting_text(text, row)
+        return corpus.has_letters(words) and not {corpus.fold(text), corpus.fold(words)} & spelled[row] and not in_common_words(words, row)
 
     for row, neighbour in PAIRS:
         found = [(row, by_lang[neighbour]) for by_lang in by_message.values()
                  if row in by_lang and neighbour in by_lang and wrong(by_lang[neighbour], row)]
-        sets[f"neighbour:{neighbour} text in a {row} row"] = rng.sample(found, min(PER_SET, len(found)))
+        sets[f"neighbour:{neighbour} text in a {row} row"] = found
     for language in LANGUAGES:
         if language == "en":
             continue
         found = [(language, english) for english, by_lang in by_message.items()
                  if language in by_lang and wrong(english, language)]
-        sets["english"] += rng.sample(found, min(PER_SET // 3, len(found)))
+        sets["english"] += found
     return sets
 
 
@@ -144,10 +150,12 @@ def report(sets, floor: float) -> str:
     ]
     return "\n\n".join([
         f"language_consistency with min_probability {floor}; candidates = the {len(LANGUAGES)} languages. "
-        f"Correct text: {len(sets['correct'])} (suite references of {', '.join(SUITES)}, UI translations from the test "
-        "split and from catalogues never trained on, CLDR words); neighbours' translations of the same message: "
-        f"{sum(len(v) for v in pairs.values())}; English messages as answers to non-English rows: {len(sets['english'])}. "
-        "'Judged in' = consistency > 0.5; rows without any voting word are left out.",
+        f"Correct text: {len(sets['correct'])} ({SUITE_ITEMS} suite references of each of {', '.join(SUITES)} per language, "
+        "and every UI translation of the test split and of the catalogues never trained on, and every CLDR word of the "
+        f"test split); neighbours' translations of the same message: {sum(len(v) for v in pairs.values())}; English "
+        f"messages as answers to non-English rows: {len(sets['english'])}. Every text of the split is judged (until "
+        "2026-12-02 a sample of 50 per kind and 150 per pair was). 'Judged in' = consistency > 0.5; rows without any "
+        "voting word are left out.",
         "Goals:\n" + "\n".join(goals),
         markdown_table(["language", "correct texts", "judged in its language", "English answers", "judged in the row's language"], rows),
         markdown_table(["neighbour pair", "texts", "judged in the row's language"], pair_rows),

@@ -2,6 +2,7 @@
 
     common_words(language) -> frozenset of normalised words (`ngram.normalise`)
     in_common_words(text, language) -> whether every word of `text` is one of them
+    in_listed_words(text, language, min_zipf) -> whether wordfreq lists every word of it for the language
 
 A word at least COMMON_ZIPF frequent in the language's wordfreq list (Zipf 4: 10 per million words) is a
 word of that language, whoever else writes it: "September" is German as much as English, "dispositivo"
@@ -81,3 +82,24 @@ def foreign_word(text: str, language: str, others) -> str | None:
     """
     theirs = neighbours_words(language, frozenset(others) - {language})
     return next((word for word in ngram.normalise(text).split() if word in theirs), None)
+
+
+
+@functools.lru_cache(maxsize=128)
+def listed_words(language: str, min_zipf: float) -> frozenset[str]:
+    """`language`'s words at Zipf `min_zipf` or more in its wordfreq list (the large one where there is one; the
+    small lists stop near Zipf 3); empty without a list (Swahili, Thai)."""
+    floor = 10 ** (min_zipf - 9)
+    return frozenset(_normalised(corpus.word_frequencies(language, "large", min_frequency=floor)
+                                 or corpus.word_frequencies(language, min_frequency=floor)))
+
+
+def in_listed_words(text: str, language: str, min_zipf: float) -> bool:
+    """Whether `text` has words and `language` lists every one at Zipf `min_zipf` or more: a word it writes,
+    borrowed or not ("email" is listed for Danish at 3.7).
+
+    >>> in_listed_words("Email", "da", 3.5), in_listed_words("optional", "da", 3.5)
+    (True, False)
+    """
+    words = ngram.normalise(text).split()
+    return bool(words) and set(words) <= listed_words(language, min_zipf)

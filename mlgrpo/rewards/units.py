@@ -9,7 +9,8 @@ Japanese (kana and kanji together) 0.36, a Thai, Lao, Khmer or Myanmar character
 weighs its four Han characters as 2.4 words, not as four Latin letters' worth.
 
 Neutral, never voting for or against a language (they are written alike in every language): numbers,
-punctuation, URLs and e-mail addresses, code (`snake_case`, `a.b()`, backquoted text, camelCase and
+punctuation, URLs and e-mail addresses, printf and strftime placeholders ("%s", "%(name)s", "%b %Y"), code
+(`snake_case`, `a.b()`, backquoted text, camelCase and
 mixed letters and digits: "iPhone", "PostgreSQL", "IPv4"), acronyms (two or more capitals: "GIMP",
 "PEM"), and, in a text whose language is not written in Latin letters, runs of capitalised Latin words
 (names: "Python" in "我喜欢 Python", "Google Chrome"; "Hello world" has a lower-case word and votes). Neutral words vote after all when nothing else in the text does: an answer
@@ -54,7 +55,7 @@ def _mark_class() -> str:
 _MARK = _mark_class()
 _TOKEN = re.compile(
     r"(?P<url>(?:https?|ftp)://\S+|www\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+)"
-    r"|(?P<code>`[^`]*`|[A-Za-z0-9]+(?:[._:/\\=][A-Za-z0-9]+)+(?:\(\))?|[A-Za-z0-9]+\(\)|[A-Za-z0-9]*_[A-Za-z0-9_]*)"
+    r"|(?P<code>%(?:\([^)]*\))?[-#0+_^]*\d*(?:\.\d+)?[A-Za-z]\b|`[^`]*`|[A-Za-z0-9]+(?:[._:/\\=][A-Za-z0-9]+)+(?:\(\))?|[A-Za-z0-9]+\(\)|[A-Za-z0-9]*_[A-Za-z0-9_]*)"
     rf"|(?P<word>[^\W\d_](?:[^\W\d_]|[{_MARK}]|['’][^\W\d_]|\d)*)"
     r"|(?P<sentence>[.!?;:。！？；：।॥؟،,，、()\[\]{}\"“”«»—–]|\n)"
 )

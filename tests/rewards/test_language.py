@@ -95,6 +95,18 @@ def test_a_text_of_common_words_of_the_row_language_counts_without_the_model():
     assert not in_common_words("Limpar todos", "es")
 
 
+def test_a_loanword_the_row_language_writes_counts_beside_its_own_words():
+    # Rule 5: "Email" is listed for Danish (wordfreq Zipf 3.7) and "valgfri" is Danish, so Danish UI text that
+    # keeps the English term is Danish through and through; the English answer "Email (optional)" is not Danish
+    # at all (no segment of it counts on its own), nor is "optional" beside Danish text (Danish does not list it).
+    from mlgrpo.langid.lexicon import in_listed_words
+
+    candidates = ["da", "sv", "en", "de", "nl"]
+    assert in_listed_words("Email", "da", 3.5) and not in_listed_words("optional", "da", 3.5)
+    assert score(["Email (valgfri)", "Email (optional)", "Adgangskode (optional)"], ["da"] * 3, candidates=candidates) == [
+        1.0, 0.0, 0.5]
+
+
 def test_han_numerals_and_dates_count_for_chinese_and_japanese_alike():
     # Both languages write these characters alike: they count in a zh row and in a ja row. A Chinese-only
     # simplified character still votes: 删除 (delete) is not Japanese.

@@ -38,6 +38,9 @@ def test_names_acronyms_numbers_urls_and_code_do_not_vote():
     assert [(s.text.split(), s.weight, s.neutral) for s in found] == [(["Öffne", "oder", "mit"], 3.0, False),
                                                                       (["iPhone"], 1.0, True)]
     assert spans("123 + 4 = 127 !") == []
+    # printf and strftime placeholders are code: a date format or a count carries no language; "50% hoy" keeps "hoy"
+    assert spans(". %b, %Y") == [] and spans("%-d. %B %Y") == []
+    assert [s.text.split() for s in segments("%(count)s objets supprimés, 50% hoy")] == [["objets", "supprimés"], ["hoy"]]
 
 
 def test_a_latin_run_with_a_lower_case_word_is_foreign_text_in_a_non_latin_row():
