@@ -124,7 +124,7 @@ def is_mojibake(text: str) -> bool:
     Uses ftfy: if re-encoding and decoding the text fixes it into something different, the text was
     garbled. Lossy decodes (many U+FFFD) count too.
     """
-    if not text:
+    if not text or text.isascii():  # every branch of ftfy's badness pattern needs a non-ASCII character (tested)
         return False
     if replacement_share(text) > 0.1:
         return True

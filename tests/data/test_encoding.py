@@ -139,3 +139,33 @@ def test_repair_mojibake_undoes_both_kinds():
     name = "中华人民共和国"
     assert repair_mojibake(name.encode("gbk").decode("latin-1")) == name  # GBK read as Latin-1
     assert repair_mojibake("plain text") is None
+
+
+def test_ascii_text_is_never_mojibake_because_every_badness_pattern_needs_a_non_ascii_character():
+    # mlgrpo.text.is_mojibake answers False for ASCII text without calling ftfy. That holds while each branch of
+    # ftfy's badness pattern requires a character above U+007F; read its parse tree to check that it still does.
+    import re._constants as C
+    import re._parser as P
+
+    from ftfy.badness import BADNESS_RE
+
+    from mlgrpo.text import is_mojibake
+
+    def only_non_ascii(op, av) -> bool:
+        if op is C.LITERAL:
+            return av > 127
+        if op is C.IN:
+            return all(o is C.LITERAL and a > 127 or o is C.RANGE and a[0] > 127 for o, a in av)
+        return False
+
+    def needs_non_ascii(sequence) -> bool:
+        return any(only_non_ascii(op, av)
+                   or op is C.SUBPATTERN and needs_non_ascii(av[3])
+                   or op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1 and needs_non_ascii(av[2])
+                   or op is C.BRANCH and all(needs_non_ascii(b) for b in av[1])
+                   for op, av in sequence)
+
+    (op, (_, branches)), = list(P.parse(BADNESS_RE.pattern, BADNESS_RE.flags))
+    assert op is C.BRANCH and len(branches) > 10 and all(needs_non_ascii(b) for b in branches)
+    assert not is_mojibake("Ã©tÃ©".encode("utf-8").decode("ascii", "replace").replace("\ufffd", "?"))
+    assert is_mojibake("Ã©tÃ© Ã  Paris")
