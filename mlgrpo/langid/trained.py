@@ -3,7 +3,7 @@
 Why: fastText's lite model and lingua alone miss short UI strings and names in some languages (fastText
 lite gives the Swahili "mia tatu na themanini na nne" to English), and lingua takes seconds to load.
 This model is trained once, at first use, on `mlgrpo.langid.corpus` (the train split only) and cached
-(`$MLGRPO_CACHE/models/langid-ngram-v<VERSION>`, about 0.34 GB; NumPy arrays, nothing unpickled):
+(`$MLGRPO_CACHE/models/langid-ngram-v<VERSION>`, about 0.35 GB; NumPy arrays, nothing unpickled):
 
     chars  (L, 2**CHAR_BITS)  log P(n-gram bucket | language) (int16, `table.fixed`): multinomial naive Bayes over hashed
                               character 1-5-grams, additive smoothing ALPHA, from the corpus and from
