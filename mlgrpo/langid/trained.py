@@ -114,8 +114,8 @@ class Scorer:
         rows = [self._index[c] for c in candidates]
         n = len(texts)
         joined = ngram.Joined(texts)
-        found = ngram.grams(joined, max_order)
-        buckets, owner = ngram.features(joined, CHAR_BITS, max_order=max_order, found=found)
+        windows = ngram.grams(joined, max_order)
+        buckets, owner = ngram.features(joined, CHAR_BITS, max_order=max_order, found=windows)
         total = ngram.sums_per_text(_gather(self._chars, rows, buckets), owner, n) / (table.SCALE * CHAR_TEMPERATURE)
         keys, owner = ngram.word_keys(joined) if with_words else ((), None)
         if len(keys):
@@ -124,10 +124,10 @@ class Scorer:
                                  (table.read(*self._words[c][:2], keys) for c in candidates)])
             total += ngram.sums_per_text(evidence, owner, n)
         if with_lm and n:
-            total += self._markov(candidates, total, joined, found, max_order, lm_top, lm_margin)
+            total += self._markov(candidates, total, joined, windows, max_order, lm_top, lm_margin)
         return total
 
-    def _markov(self, candidates, before: np.ndarray, joined, found, max_order: int, lm_top: int,
+    def _markov(self, candidates, before: np.ndarray, joined, windows, max_order: int, lm_top: int,
                 lm_margin: float) -> np.ndarray:
         """(N, K) the language model's log-likelihoods, computed for each text's `lm_top` likeliest candidates by
         `before`; the others get the least of those (they trail already, and stay behind). A text whose best
@@ -142,7 +142,7 @@ class Scorer:
         for column, code in enumerate(candidates):
             members = np.flatnonzero((top == column).any(axis=1))
             if len(members) == n:  # every text: the batch as it is
-                markov[:, column] = charlm.log_likelihoods(joined, found, [self._lm[code]], max_order)[:, 0]
+                markov[:, column] = charlm.log_likelihoods(joined, windows, [self._lm[code]], max_order)[:, 0]
             elif len(members):
                 subset = joined.subset(members)
                 markov[members, column] = charlm.log_likelihoods(subset, ngram.grams(subset, max_order), [self._lm[code]], max_order)[:, 0]
