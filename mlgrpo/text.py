@@ -128,12 +128,33 @@ def is_mojibake(text: str) -> bool:
         return False
     if replacement_share(text) > 0.1:
         return True
+    if _mojibake_characters().isdisjoint(text):  # ... one of these: most Chinese, Arabic or Hindi text has none
+        return False
     import ftfy  # local: ftfy loads tables on import; most callers never need it
 
     if not ftfy.is_bad(text):
         return False
     fixed = ftfy.fix_encoding(text)
     return fixed != text
+
+
+@functools.cache
+def _mojibake_characters() -> frozenset[str]:
+    """The characters ftfy's badness pattern is written with: its MOJIBAKE_CATEGORIES, ranges ("\x80-\x9f")
+    expanded. A text with none of them cannot match it (tests/data/test_encoding.py reads the pattern to check)."""
+    from ftfy.badness import MOJIBAKE_CATEGORIES
+
+    found: set[str] = set()
+    for chars in MOJIBAKE_CATEGORIES.values():
+        i = 0
+        while i < len(chars):
+            if i + 2 < len(chars) and chars[i + 1] == "-":
+                found.update(map(chr, range(ord(chars[i]), ord(chars[i + 2]) + 1)))
+                i += 3
+            else:
+                found.add(chars[i])
+                i += 1
+    return frozenset(found)
 
 
 # Languages written without spaces between words: a space in an answer is style, not content.

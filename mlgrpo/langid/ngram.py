@@ -157,7 +157,8 @@ def sums_per_text(values: np.ndarray, owner: np.ndarray, n_texts: int) -> np.nda
     starts = np.searchsorted(owner, np.arange(n_texts), side="left")
     present = np.bincount(owner, minlength=n_texts) > 0
     # reduceat sums values[:, s_i:s_(i+1)]; only texts with n-grams start a run (starts strictly increase)
-    totals[present] = np.add.reduceat(values.astype(np.float32, copy=False), starts[present], axis=1).T
+    exact = np.int64 if values.dtype.kind in "iu" else np.float32  # integers (the int16 tables) sum exactly
+    totals[present] = np.add.reduceat(values, starts[present], axis=1, dtype=exact).T
     return totals
 
 
