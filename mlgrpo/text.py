@@ -15,7 +15,7 @@ from collections import Counter
 # (first code point, last code point, script). Sorted, non-overlapping. Covers the scripts of the
 # languages mlgrpo ships data for and their neighbours; anything else is "Other", and digits,
 # punctuation, symbols and spaces are "Common" (they say nothing about the language).
-_RANGES: list[tuple[int, int, str]] = sorted(
+SCRIPT_RANGES: list[tuple[int, int, str]] = sorted(
     [
         (0x0041, 0x005A, "Latin"), (0x0061, 0x007A, "Latin"), (0x00AA, 0x00AA, "Latin"),
         (0x00BA, 0x00BA, "Latin"), (0x00C0, 0x00D6, "Latin"), (0x00D8, 0x00F6, "Latin"),
@@ -48,7 +48,7 @@ _RANGES: list[tuple[int, int, str]] = sorted(
         (0x3100, 0x312F, "Bopomofo"),
     ]
 )
-_STARTS = [r[0] for r in _RANGES]
+_STARTS = [r[0] for r in SCRIPT_RANGES]
 
 # Characters that only appear when UTF-8 bytes were decoded as a single-byte codec (or the
 # reverse): "Ã©" for "é", "â€™" for "’", "ä¸­" for "中". ftfy's badness score catches the rest.
@@ -60,8 +60,8 @@ def char_script(ch: str) -> str:
     """The script of one character: "Latin", "Han", ..., "Common" or "Other"."""
     cp = ord(ch)
     i = bisect.bisect_right(_STARTS, cp) - 1
-    if i >= 0 and _RANGES[i][0] <= cp <= _RANGES[i][1]:
-        return _RANGES[i][2]
+    if i >= 0 and SCRIPT_RANGES[i][0] <= cp <= SCRIPT_RANGES[i][1]:
+        return SCRIPT_RANGES[i][2]
     cat = unicodedata.category(ch)
     if cat[0] in "NPSZC" or cat in ("Lm", "Mn", "Mc", "Me"):
         return "Common"
@@ -130,22 +130,46 @@ def is_mojibake(text: str) -> bool:
         return True
     if _mojibake_characters().isdisjoint(text):  # ... one of these: most Chinese, Arabic or Hindi text has none
         return False
+    if not _badness().is_bad(text):
+        return False
     import ftfy  # local: ftfy loads tables on import; most callers never need it
 
-    if not ftfy.is_bad(text):
-        return False
     fixed = ftfy.fix_encoding(text)
     return fixed != text
+
+
+@functools.cache
+def _badness():
+    """ftfy's badness module, whose pattern (`is_bad`) is all that `is_mojibake` needs unless a text matches it.
+    Importing ftfy builds all its tables first (~40 ms more, a twentieth of `mlgrpo langid` on 10,000 lines),
+    and badness.py imports only the standard library: it is run alone from ftfy's folder. Where ftfy is imported
+    already, or its badness module cannot run alone (a later ftfy), the package's own is used."""
+    import sys
+
+    if "ftfy.badness" not in sys.modules:
+        import importlib.util
+        from pathlib import Path
+
+        try:
+            folder = importlib.util.find_spec("ftfy").submodule_search_locations[0]
+            spec = importlib.util.spec_from_file_location("mlgrpo.text._ftfy_badness", Path(folder) / "badness.py")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            if callable(getattr(module, "is_bad", None)) and isinstance(getattr(module, "MOJIBAKE_CATEGORIES", None), dict):
+                return module
+        except (ImportError, OSError, AttributeError, TypeError):  # not runnable alone: import the package
+            pass
+    import ftfy.badness
+
+    return ftfy.badness
 
 
 @functools.cache
 def _mojibake_characters() -> frozenset[str]:
     """The characters ftfy's badness pattern is written with: its MOJIBAKE_CATEGORIES, ranges ("\x80-\x9f")
     expanded. A text with none of them cannot match it (tests/data/test_encoding.py reads the pattern to check)."""
-    from ftfy.badness import MOJIBAKE_CATEGORIES
-
     found: set[str] = set()
-    for chars in MOJIBAKE_CATEGORIES.values():
+    for chars in _badness().MOJIBAKE_CATEGORIES.values():
         i = 0
         while i < len(chars):
             if i + 2 < len(chars) and chars[i + 1] == "-":

@@ -58,11 +58,10 @@ def run(args: argparse.Namespace) -> int:
     source = "<stdin>" if args.file == "-" else args.file
     rows = list(read_rows(_open_lines(args.file), source, args.field))
     guesses = identifier.identify_many([row[args.field] for row in rows])
-    out = sys.stdout
     for row, guess in zip(rows, guesses):
         row["language"] = guess.language
         row["confidence"] = round(guess.confidence, 4)
-        out.write(_dumps(row) + "\n")
+    sys.stdout.write(_dumps_lines(rows))
     return 0
 
 
@@ -107,6 +106,16 @@ def read_rows(lines: Iterable[bytes], source: str, field: str) -> Iterable[dict]
                 f"{source}:{number}: field {field!r} is {json.dumps(row[field])[:40]}, not a string"
             )
         yield row
+
+
+def _dumps_lines(rows: list[dict]) -> str:
+    """The rows as JSONL; the encoding check is made once for all of them (once per row cost as much as dumping)."""
+    text = "".join([json.dumps(row, ensure_ascii=False) + "\n" for row in rows])
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join([_dumps(row) + "\n" for row in rows])
+    return text
 
 
 def _dumps(row: dict) -> str:

@@ -155,9 +155,14 @@ def sums_per_text(values: np.ndarray, owner: np.ndarray, n_texts: int) -> np.nda
     if values.shape[1] == 0:
         return totals
     starts = np.searchsorted(owner, np.arange(n_texts), side="left")
-    present = np.bincount(owner, minlength=n_texts) > 0
-    # reduceat sums values[:, s_i:s_(i+1)]; only texts with n-grams start a run (starts strictly increase)
-    exact = np.int64 if values.dtype.kind in "iu" else np.float32  # integers (the int16 tables) sum exactly
+    counts = np.bincount(owner, minlength=n_texts)
+    present = counts > 0
+    # reduceat sums values[:, s_i:s_(i+1)]; only texts with n-grams start a run (starts strictly increase).
+    # Integers (the int16 tables) sum exactly: in int32 (faster by a third) where no text's sum can leave it.
+    exact = np.float32
+    if values.dtype.kind in "iu":
+        info = np.iinfo(values.dtype)
+        exact = np.int32 if int(counts.max()) * max(-int(info.min), int(info.max)) < 2**31 else np.int64
     totals[present] = np.add.reduceat(values, starts[present], axis=1, dtype=exact).T
     return totals
 

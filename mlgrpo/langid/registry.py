@@ -9,7 +9,6 @@ Knows nothing about files, the CLI or any particular model.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -97,6 +96,8 @@ def get_backend(name: str) -> Backend:
         return BACKENDS[name]
     except KeyError:
         valid = sorted(BACKENDS)
+        import difflib  # local: only a misspelt name needs it
+
         close = difflib.get_close_matches(name, valid, n=1, cutoff=0.4)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise UserError(

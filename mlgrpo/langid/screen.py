@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from mlgrpo.langid.script import DENSE_SCRIPTS, DENSE_WEIGHT, script_of
+from collections import Counter
+
+from mlgrpo.langid.script import DENSE_SCRIPTS, DENSE_WEIGHT, only_latin, script_of
 from mlgrpo.text import is_legacy_mojibake, is_mojibake, normalize, scrub_surrogates
 
 _LETTER = re.compile(r"[^\W\d_]")
@@ -19,6 +21,7 @@ _REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A sentence ends at . ! ? ; (or their CJK forms, which need no space after them) or a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?;…])\s+|(?<=[。！？；])|[\r\n]+")
+_ENDS = re.compile(r"[.!?;…。！？；\r\n]")  # what any sentence end holds: one scan in C finds most texts have none
 
 
 def screen(text: str) -> str | None:
@@ -43,7 +46,10 @@ def screen(text: str) -> str | None:
 
 def letter_weight(text: str) -> int:
     """Letters of `text`, a dense-script character counting as DENSE_WEIGHT."""
-    return sum(DENSE_WEIGHT if script_of(ch) in DENSE_SCRIPTS else 1 for ch in _LETTER.findall(text))
+    letters = _LETTER.findall(text)
+    if only_latin(text):
+        return len(letters)
+    return sum(n * DENSE_WEIGHT if script_of(ch) in DENSE_SCRIPTS else n for ch, n in Counter(letters).items())
 
 
 def _script_group(ch: str) -> str:
@@ -54,6 +60,8 @@ def _script_group(ch: str) -> str:
 
 def _split_scripts(sentence: str) -> list[str]:
     """Split where the writing system of the letters changes; other characters join the run."""
+    if len({_script_group(ch) for ch in set(_LETTER.findall(sentence))}) < 2:
+        return [s for s in (sentence.strip(),) if s]  # one writing system: one run
     runs: list[list[str]] = [[]]
     group = None
     for ch in sentence:
@@ -68,7 +76,7 @@ def _split_scripts(sentence: str) -> list[str]:
 
 def sentence_break(text: str) -> bool:
     """True when `text` has more than one sentence (or line)."""
-    return _SENTENCE_END.search(text) is not None
+    return _ENDS.search(text) is not None and _SENTENCE_END.search(text) is not None
 
 
 def parts(text: str, min_weight: int) -> list[tuple[str, int]]:

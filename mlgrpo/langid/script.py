@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 from mlgrpo.langid.codes import KNOWN_CODES
-from mlgrpo.text import char_script
+from mlgrpo.text import SCRIPT_RANGES, char_script
 
 # ISO 639-1 languages written in each script of mlgrpo.text (among KNOWN_CODES). Latin is the rest.
 _NON_LATIN = {
@@ -71,7 +71,8 @@ _LETTER_EXCLUSIONS = (
 EXCLUDED_BY_LETTER: dict[str, frozenset[str]] = {
     letter: frozenset(codes.split()) for letters, codes in _LETTER_EXCLUSIONS for letter in letters
 }
-_EXCLUSION_LETTERS = frozenset(EXCLUDED_BY_LETTER)
+_EXCLUSION_LETTER = re.compile("[" + "".join(EXCLUDED_BY_LETTER) + "]")  # most texts have none: one search in C
+_EXCLUSION_SCRIPTS = frozenset(char_script(letter) for letter in EXCLUDED_BY_LETTER)  # a text without them has none
 
 # A language stays possible when it writes the scripts of at least this share of the letters: an
 # embedded name or term in another script does not decide ("iPhone 的价格" stays Chinese), and a
@@ -82,12 +83,31 @@ MIN_COVERAGE = 0.5
 # of one. Weighting them keeps "iPhone 的价格" from counting as mostly Latin.
 DENSE_SCRIPTS = frozenset({"Han", "Hiragana", "Katakana", "Hangul", "Bopomofo", "Japanese"})
 DENSE_WEIGHT = 3
-# char_script bisects a table per call; texts reuse a few thousand characters.
-script_of = functools.lru_cache(maxsize=65536)(char_script)
+# char_script bisects a table per call; texts reuse a few thousand characters. A plain dict, not an
+# lru_cache: its lookup is the inner loop of `script_shares` (a dict's get costs half a cached call).
+_SCRIPT_OF: dict[str, str] = {}
+_SCRIPT_CACHE_SIZE = 65536
+
+
+def script_of(ch: str) -> str:
+    """`mlgrpo.text.char_script`, remembered."""
+    script = _SCRIPT_OF.get(ch)
+    if script is None:
+        if len(_SCRIPT_OF) >= _SCRIPT_CACHE_SIZE:
+            _SCRIPT_OF.clear()
+        script = _SCRIPT_OF[ch] = char_script(ch)
+    return script
+
+
 # Characters outside ASCII, Latin-1 (but µ, a Greek letter), Latin Extended-A/B, IPA, Latin Extended
 # Additional and general punctuation: a text without any has only Latin letters.
 _BEYOND_LATIN = re.compile("[^\x00-\xb4\xb6-\u02af\u1e00-\u1eff\u2000-\u206f]")
 _LETTER = re.compile(r"[^\W\d_]")
+
+
+def only_latin(text: str) -> bool:
+    """Whether every letter of `text` is Latin (or it has none): decided in C, as most texts are."""
+    return not _BEYOND_LATIN.search(text)
 
 
 def script_shares(text: str) -> dict[str, float]:
@@ -96,13 +116,18 @@ def script_shares(text: str) -> dict[str, float]:
     Kana and Han count together as "Japanese" when any kana is present, and Han with Hangul counts
     as Hangul (Korean writes Hanja among Hangul). Empty when the text has no letters.
     """
-    if not _BEYOND_LATIN.search(text):  # Latin letters and punctuation only: most texts, decided in C
+    if only_latin(text):  # Latin letters and punctuation only: most texts, decided in C
         return {"Latin": 1.0} if _LETTER.search(text) else {}
-    counts: Counter = Counter()
+    first = _LETTER.search(text)
+    if first is not None and not _outside(script_of(first.group())).search(text):  # one script: most of the rest
+        script = script_of(first.group())
+        return {"Japanese" if script in ("Hiragana", "Katakana") else script: 1.0}
+    counts: dict[str, int] = {}
+    known = _SCRIPT_OF.get
     for ch, n in Counter(text).items():  # distinct characters only: most texts repeat many
-        script = script_of(ch)
+        script = known(ch) or script_of(ch)
         if script != "Common":
-            counts[script] += n
+            counts[script] = counts.get(script, 0) + n
     if counts.get("Hiragana") or counts.get("Katakana"):
         counts["Japanese"] = counts.pop("Hiragana", 0) + counts.pop("Katakana", 0) + counts.pop("Han", 0)
     elif counts.get("Hangul") and counts.get("Han"):
@@ -110,6 +135,20 @@ def script_shares(text: str) -> dict[str, float]:
     weights = {s: n * (DENSE_WEIGHT if s in DENSE_SCRIPTS else 1) for s, n in counts.items()}
     total = sum(weights.values())
     return {s: w / total for s, w in weights.items()} if total else {}
+
+
+# Characters of blocks that texts of every script share (ASCII, Latin-1's and general punctuation, CJK symbols and
+# punctuation, full-width forms) that `char_script` calls "Common".
+_COMMON_BLOCKS = ((0x00, 0xBF), (0x2000, 0x206F), (0x3000, 0x303F), (0xFF00, 0xFF65))
+_COMMON = "".join(chr(cp) for low, high in _COMMON_BLOCKS for cp in range(low, high + 1) if char_script(chr(cp)) == "Common")
+
+
+@functools.cache
+def _outside(script: str) -> re.Pattern:
+    """A character neither of `script` (its ranges in mlgrpo.text) nor common to all (_COMMON): a text with none of
+    them has one script's letters only, which `script_shares` then tells in C."""
+    ranges = "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high, name in SCRIPT_RANGES if name == script)
+    return re.compile(f"[^{re.escape(_COMMON)}{ranges}]") if ranges else re.compile(r"[\s\S]")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -141,10 +180,9 @@ def allowed_languages(text: str, shares: dict[str, float], candidates: frozenset
         allowed = writers(next(iter(shares)), candidates)
     else:
         allowed = frozenset(code for code, share in coverage(shares, candidates).items() if share >= MIN_COVERAGE)
-    letters = _EXCLUSION_LETTERS.intersection(text)
-    if not letters:
+    if _EXCLUSION_SCRIPTS.isdisjoint(shares) or not _EXCLUSION_LETTER.search(text):  # most texts: no such letter
         return allowed
-    excluded = {code for letter in letters for code in EXCLUDED_BY_LETTER[letter]}
+    excluded = {code for letter in set(_EXCLUSION_LETTER.findall(text)) for code in EXCLUDED_BY_LETTER[letter]}
     return allowed - excluded or allowed
 
 

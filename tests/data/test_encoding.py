@@ -192,3 +192,24 @@ def test_text_without_the_badness_patterns_characters_is_never_mojibake():
     assert written_with and written_with <= _mojibake_characters()
     assert not is_mojibake("Ete a Paris") and not is_mojibake("删除 مرحبا नमस्ते")
     assert is_mojibake("Ã©tÃ© Ã  Paris") and is_mojibake("ä¸­æ–‡ text")
+
+
+def test_is_mojibake_reads_ftfys_pattern_without_importing_ftfy():
+    # ftfy's badness.py imports only the standard library: is_mojibake runs it alone (importing ftfy costs ~40 ms
+    # more of `mlgrpo langid`'s start-up) and imports ftfy only to repair a text that matches. A fresh interpreter
+    # shows both; the pattern it reads is the package's own.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mlgrpo.text as t\n"
+        "assert not t.is_mojibake('été à Paris, naïve café') and 'ftfy' not in sys.modules\n"
+        "assert t.is_mojibake('Ã©tÃ© Ã  Paris') and 'ftfy' in sys.modules\n"
+        "import ftfy.badness\n"
+        "assert t._badness().BADNESS_RE.pattern == ftfy.badness.BADNESS_RE.pattern\n"
+        "assert t._badness().MOJIBAKE_CATEGORIES == ftfy.badness.MOJIBAKE_CATEGORIES\n"
+        "print(t._badness().__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "mlgrpo.text._ftfy_badness"

@@ -42,3 +42,12 @@ def test_a_subset_of_a_joined_batch_is_the_batch_of_those_texts():
     for members in ([0], [1, 3], [0, 2, 4], [4]):
         cut, fresh = joined.subset(np.array(members)), ngram.Joined([texts[i] for i in members])
         assert np.array_equal(cut.points, fresh.points) and np.array_equal(cut.separators_before, fresh.separators_before)
+
+
+def test_sums_of_integer_values_are_exact_however_many_a_text_has():
+    # int16 values sum in int32 while no text's sum can leave it, else in int64: 70,000 values of -32,768 in one
+    # text sum to -2,293,760,000, beyond int32.
+    values = np.concatenate([np.full(70_000, -32768, dtype=np.int16), np.array([5, -7], dtype=np.int16)])[None, :]
+    owner = np.array([0] * 70_000 + [2, 2])
+    assert ngram.sums_per_text(values, owner, 3).ravel().tolist() == [-2_293_760_000, 0, -2]
+    assert ngram.sums_per_text(values[:, -2:], owner[-2:], 3).ravel().tolist() == [0, 0, -2]

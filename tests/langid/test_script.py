@@ -78,3 +78,28 @@ def test_latin_fast_path_agrees_with_the_script_table():
         if not _BEYOND_LATIN.search(ch):
             assert char_script(ch) in {"Latin", "Common"}, hex(cp)
     assert script_shares("µ") == {"Other": 1.0}  # the micro sign is a Greek letter: not fast-pathed
+
+
+def test_one_script_fast_path_agrees_with_counting_every_character():
+    # script_shares answers a text whose characters are all of its first letter's script or common to every script
+    # (ASCII and CJK punctuation, full-width forms) from one search in C; the definition counts character by
+    # character. Texts of every script family, alone and mixed, with their punctuation and marks.
+    from collections import Counter
+
+    from mlgrpo.langid.script import DENSE_SCRIPTS, DENSE_WEIGHT, script_of
+
+    def counted(text: str) -> dict[str, float]:
+        counts = Counter(script_of(ch) for ch in text)
+        counts.pop("Common", None)
+        if counts["Hiragana"] or counts["Katakana"]:
+            counts["Japanese"] = counts.pop("Hiragana", 0) + counts.pop("Katakana", 0) + counts.pop("Han", 0)
+        elif counts["Hangul"] and counts["Han"]:
+            counts["Hangul"] += counts.pop("Han")
+        weights = {s: n * (DENSE_WEIGHT if s in DENSE_SCRIPTS else 1) for s, n in counts.items() if n}
+        return {s: w / sum(weights.values()) for s, w in weights.items()}
+
+    texts = ["Доброе утро, как дела?", "Καλημέρα!", "שלום עולם", "مرحبا، كيف حالك؟", "١٢٣ مرحبا", "नमस्ते दुनिया।",
+             "สวัสดีครับ", "ជំរាបសួរ", "안녕하세요.", "大韓民國 국회", "东京。「你好」", "ひらがな", "カタカナ、ﾊﾝｶｸ", "東京タワー",
+             "〻々", "µ", "Привет world", "iPhone 的价格", "ʻOlelo Hawaiʻi", "m² Доброе", "ابجد 12% (abc)", "𠀀𠀁"]
+    for text in texts:
+        assert script_shares(text) == pytest.approx(counted(text)), text
