@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-
 from collections import Counter
 
 from mlgrpo.langid.script import DENSE_SCRIPTS, DENSE_WEIGHT, only_latin, script_of

@@ -119,8 +119,8 @@ def script_shares(text: str) -> dict[str, float]:
     if only_latin(text):  # Latin letters and punctuation only: most texts, decided in C
         return {"Latin": 1.0} if _LETTER.search(text) else {}
     first = _LETTER.search(text)
-    if first is not None and not _outside(script_of(first.group())).search(text):  # one script: most of the rest
-        script = script_of(first.group())
+    script = script_of(first.group()) if first else "Common"
+    if not _outside(script).search(text):  # every character of one script or common to all: most of the rest
         return {"Japanese" if script in ("Hiragana", "Katakana") else script: 1.0}
     counts: dict[str, int] = {}
     known = _SCRIPT_OF.get
@@ -148,7 +148,7 @@ def _outside(script: str) -> re.Pattern:
     """A character neither of `script` (its ranges in mlgrpo.text) nor common to all (_COMMON): a text with none of
     them has one script's letters only, which `script_shares` then tells in C."""
     ranges = "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high, name in SCRIPT_RANGES if name == script)
-    return re.compile(f"[^{re.escape(_COMMON)}{ranges}]") if ranges else re.compile(r"[\s\S]")
+    return re.compile(f"[^{re.escape(_COMMON)}{ranges}]") if ranges else re.compile(r"[\s\S]")  # Common, Other: any
 
 
 @functools.lru_cache(maxsize=4096)
