@@ -122,12 +122,10 @@ def script_shares(text: str) -> dict[str, float]:
     script = script_of(first.group()) if first else "Common"
     if not _outside(script).search(text):  # every character of one script or common to all: most of the rest
         return {"Japanese" if script in ("Hiragana", "Katakana") else script: 1.0}
-    counts: dict[str, int] = {}
-    known = _SCRIPT_OF.get
+    counts: Counter = Counter()
     for ch, n in Counter(text).items():  # distinct characters only: most texts repeat many
-        script = known(ch) or script_of(ch)
-        if script != "Common":
-            counts[script] = counts.get(script, 0) + n
+        if (script := script_of(ch)) != "Common":
+            counts[script] += n
     if counts.get("Hiragana") or counts.get("Katakana"):
         counts["Japanese"] = counts.pop("Hiragana", 0) + counts.pop("Katakana", 0) + counts.pop("Han", 0)
     elif counts.get("Hangul") and counts.get("Han"):

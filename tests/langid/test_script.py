@@ -86,10 +86,11 @@ def test_one_script_fast_path_agrees_with_counting_every_character():
     # character. Texts of every script family, alone and mixed, with their punctuation and marks.
     from collections import Counter
 
-    from mlgrpo.langid.script import DENSE_SCRIPTS, DENSE_WEIGHT, script_of
+    from mlgrpo.langid.script import DENSE_SCRIPTS, DENSE_WEIGHT
+    from mlgrpo.text import char_script
 
     def counted(text: str) -> dict[str, float]:
-        counts = Counter(script_of(ch) for ch in text)
+        counts = Counter(char_script(ch) for ch in text)
         counts.pop("Common", None)
         if counts["Hiragana"] or counts["Katakana"]:
             counts["Japanese"] = counts.pop("Hiragana", 0) + counts.pop("Katakana", 0) + counts.pop("Han", 0)
