@@ -27,6 +27,10 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--remote-debugging-port=0")
 
 
+# What a test that needs the browser says when it skips: the command that enables it (.ci/run runs it).
+NO_CHROMIUM = "no chromium, chromium-browser or google-chrome on PATH; Debian: apt-get install chromium fonts-noto-cjk"
+
+
 def find_chromium() -> str | None:
     return next((b for b in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if b), None)
 
@@ -35,7 +39,7 @@ class Chromium:
     def __init__(self, width: int = 1600, height: int = 1100, binary: str | None = None):
         self.binary = binary or find_chromium()
         if self.binary is None:
-            raise RuntimeError("no chromium, chromium-browser or google-chrome on PATH (Debian: apt-get install chromium)")
+            raise RuntimeError(NO_CHROMIUM)
         self.width, self.height = width, height
         self._profile = Path(tempfile.mkdtemp(prefix="mlgrpo-chromium-"))
         self._loop = asyncio.new_event_loop()

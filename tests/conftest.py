@@ -54,13 +54,61 @@ def _launch() -> LiveServer:
     return _STARTED[-1]
 
 
+# ---- the tests that skipped, for CI's second pass ------------------------------------------------------------
+# `python -m pytest` records in pytest's cache the tests (and modules) that skipped; after .ci/run installs what
+# only enables them (Chromium, PostgreSQL, the gsm package on 3.11), `python -m pytest --skipped-last` runs those
+# alone, so CI proves both the README's bare path and the full one without running the suite twice.
+SKIPPED_KEY = "mlgrpo/skipped"
+_SKIPPED: set[str] = set()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--skipped-last", action="store_true",
+                     help="run only the tests that skipped in the last run (recorded in .pytest_cache)")
+
+
+def pytest_collectreport(report):
+    if report.skipped:  # a whole module skipped at import (pytest.importorskip at its top)
+        _SKIPPED.add(report.nodeid)
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Records a skipped test for --skipped-last; with MLGRPO_RELIABILITY_LOG set, every test's result, so
+    that bench/reliability.py marks what a failed test recorded as failed (a record is often written before
+    the asserts that decide it) and lists a test that failed before recording anything."""
+    import json
+
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _SKIPPED.add(report.nodeid)
+    log = os.environ.get("MLGRPO_RELIABILITY_LOG")
+    if log and (report.when == "call" or report.failed):
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"result": report.outcome, "test": report.nodeid, "when": report.when}) + "\n")
+
+
+def _skipped_last(config, items) -> None:
+    recorded = config.cache.get(SKIPPED_KEY, None) if hasattr(config, "cache") else None
+    if recorded is None:
+        raise pytest.UsageError("--skipped-last: no run has recorded its skipped tests here yet; run python -m pytest")
+    keep = [item for item in items
+            if any(item.nodeid == node or item.nodeid.startswith(node + "::") for node in recorded)]
+    config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+    items[:] = keep
+
+
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection
 def pytest_collection_modifyitems(session, config, items):
+    if config.getoption("--skipped-last"):
+        _skipped_last(config, items)
     if not _STARTED and any("mlflow_server" in item.fixturenames for item in items):
         _launch()
 
 
 def pytest_sessionfinish(session, exitstatus):
+    # A partial run (-k, a file, -x) records its own skips only; the full first pass is the one CI reads.
+    cache = getattr(session.config, "cache", None)  # None under -p no:cacheprovider
+    if cache is not None and not hasattr(session.config, "workerinput"):  # pytest-xdist: the controller sees all
+        cache.set(SKIPPED_KEY, sorted(_SKIPPED))
     while _STARTED:
         live = _STARTED.pop()
         live.stop()
@@ -107,18 +155,6 @@ class Reliability:
 @pytest.fixture
 def reliability(request) -> Reliability:
     return Reliability(request.node.nodeid)
-
-
-def pytest_runtest_logreport(report) -> None:
-    """With MLGRPO_RELIABILITY_LOG set, every test's result, so that bench/reliability.py marks what a failed
-    test recorded as failed (a record is often written before the asserts that decide it) and lists a test
-    that failed before recording anything."""
-    import json
-
-    log = os.environ.get("MLGRPO_RELIABILITY_LOG")
-    if log and (report.when == "call" or report.failed):
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"result": report.outcome, "test": report.nodeid, "when": report.when}) + "\n")
 
 
 # ---- one shortened quickstart for the tests that need a real store of it ------------------------------------

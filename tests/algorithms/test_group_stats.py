@@ -187,7 +187,7 @@ def test_accelerator_route_runs_on_data_free_meta_tensors():
     assert group_max(values, ids).shape == (n,)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (on a GPU machine: python -m bench.gpu_check)")
 def test_cuda_has_no_host_synchronisation():
     values = torch.rand(10_000, device="cuda")
     ids = torch.randint(0, 2**40, (10_000,), device="cuda")

@@ -5,6 +5,7 @@ when the package is missing."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,8 @@ from mlgrpo.errors import UserError
 from mlgrpo.rewards.numeric import numeric_answer
 
 SPEC = available_suites()["gsm"]
-pytestmark = pytest.mark.skipif(bool(SPEC.missing), reason=f"gsm: {SPEC.missing}")
+needs_gsm = pytest.mark.skipif(bool(SPEC.missing), reason=f"gsm: {SPEC.missing}")
+SHIPPED = Path(__file__).resolve().parents[2] / "experiments" / "gsm-smoke.yaml"
 
 
 def item(language: str, key: str):
@@ -22,6 +24,7 @@ def item(language: str, key: str):
     return found
 
 
+@needs_gsm
 def test_hand_checked_problems():
     # GSM8K 1164 in English: 3 dozen = 36 eggs hidden; 5 + 10 + 8 + 4 = 27 found; 36 - 27 = 9 still hidden.
     eggs = item("en", "1164")
@@ -35,6 +38,7 @@ def test_hand_checked_problems():
     assert language_items("gsm", "sw").notes[SKIPPED_NOT_NUMBER] == 1
 
 
+@needs_gsm
 def test_no_template_is_in_both_splits_in_any_language():
     keys = {split: {r["id"].rsplit("/", 1)[1] for r in load_suite("gsm", split=split, eval_share=0.3)}
             for split in ("train", "eval")}
@@ -46,6 +50,7 @@ def test_no_template_is_in_both_splits_in_any_language():
     assert held_out("en") == held_out("zh") and len(held_out("en")) == 19
 
 
+@needs_gsm
 def test_instruct_prompts_are_the_native_instruction_then_the_problem():
     (record,) = load_suite("gsm", languages=["sw"], per_language={"sw": 1}, prompt_style="instruct")
     native = instruction("sw")
@@ -54,6 +59,7 @@ def test_instruct_prompts_are_the_native_instruction_then_the_problem():
 
 
 @pytest.mark.parametrize("language", SPEC.languages)
+@needs_gsm
 def test_numeric_answer_scores_every_reference_and_solution_right(language):
     records = load_suite("gsm", languages=[language]) + load_suite("gsm", languages=[language], split="eval")
     references = [r["reference"] for r in records]
@@ -70,3 +76,13 @@ def test_without_the_package_the_suite_refuses_in_one_line_naming_the_command(mo
     with pytest.raises(UserError, match="not installed") as caught:
         build("sw")
     assert INSTALL in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.skipif(not SPEC.missing, reason="the gsm package is installed here: the refusal needs it absent")
+def test_validate_and_run_refuse_a_shipped_gsm_experiment_in_one_line_naming_the_command(capsys):
+    from mlgrpo.cli import main
+
+    for command in (["validate", str(SHIPPED)], ["run", str(SHIPPED), "--dry-run"]):
+        assert main(command) == 2
+        error = capsys.readouterr().err.strip()
+        assert "\n" not in error and "gsm-smoke.yaml:" in error and INSTALL in error, error

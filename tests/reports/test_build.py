@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.browser import NO_CHROMIUM, find_chromium
 from mlgrpo.tracking import FlushPolicy, Tracker
 
 HOSTILE = ['<script>alert(1)</script>', '</script><img src=x onerror=alert(2)>', '" onmouseover="alert(3)',
@@ -214,17 +215,14 @@ def test_unknown_experiment_is_one_clear_line(tmp_path):
     assert missing.returncode == 2 and "no such experiment file" in missing.stderr
 
 
-@pytest.mark.skipif(not any(map(__import__("shutil").which, ("chromium", "chromium-browser", "google-chrome"))),
-                    reason="no chromium, chromium-browser or google-chrome on PATH")
+@pytest.mark.skipif(find_chromium() is None, reason=NO_CHROMIUM)
 def test_a_written_report_renders_in_a_headless_browser(written, tmp_path):
     """The report of a real store (figures from real metrics), screenshot in Chromium: not blank, images
     decoded (a screenshot of a page whose figures failed would be text on white only)."""
-    import shutil
-
     from matplotlib.image import imread
 
     out, _ = written
-    browser = next(b for b in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if b)
+    browser = find_chromium()
     shot = tmp_path / "shot.png"
     result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,6000",

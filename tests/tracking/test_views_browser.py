@@ -16,11 +16,11 @@ import subprocess
 
 import pytest
 
-from bench.browser import Chromium, find_chromium
+from bench.browser import NO_CHROMIUM, Chromium, find_chromium
 
 from .conftest import CLI
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(find_chromium() is None, reason="no chromium on PATH")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(find_chromium() is None, reason=NO_CHROMIUM)]
 
 # What each view must show first: its first section's title and that section's charts (titles are metric keys).
 EXPECTED = {

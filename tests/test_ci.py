@@ -1,0 +1,71 @@
+"""CI (.ci/run): the README's two set-up commands first, exactly as written; then a second pass
+(`python -m pytest --skipped-last`) of the tests that skipped, and only those, once what they need is installed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SUITE = '''
+import os, pytest
+pytest.importorskip("a_package_nobody_ships", reason="not installed")
+'''
+TESTS = '''
+import os, pytest
+NEEDS = pytest.mark.skipif(not os.environ.get("ENABLED"), reason="needs ENABLED: export ENABLED=1")
+def test_always(): pass
+@NEEDS
+def test_needs_it(): assert os.environ["ENABLED"] == "1"
+@pytest.mark.xfail(reason="an expected failure is not a skip")
+def test_expected_failure(): assert False
+'''
+
+
+def _pytest(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=300, env={**_environ(), **env})
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "ENABLED"}
+
+
+@pytest.mark.slow
+def test_the_second_pass_runs_exactly_what_skipped(tmp_path):
+    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
+    (tmp_path / "test_mixed.py").write_text(TESTS, encoding="utf-8")
+    (tmp_path / "test_module_skipped.py").write_text(SUITE, encoding="utf-8")
+
+    nothing_yet = _pytest(tmp_path, "--skipped-last")
+    assert nothing_yet.returncode == 4 and "no run has recorded its skipped tests" in nothing_yet.stderr
+
+    first = _pytest(tmp_path)
+    assert first.returncode == 0 and "1 passed, 2 skipped, 1 xfailed" in first.stdout, first.stdout
+
+    second = _pytest(tmp_path, "--skipped-last", ENABLED="1")
+    assert second.returncode == 0, second.stdout
+    assert "1 passed, 1 skipped, 2 deselected" in second.stdout, second.stdout  # the module skips again
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ci_runs_the_readmes_two_commands_first_exactly_as_written():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    first_block = setup.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in first_block.splitlines() if line.strip()]
+    assert commands == ['pip install -e ".[dev]"', "python -m pytest"]
+    assert setup.count("```bash") == 1, "the set-up section has exactly two commands, in one block"
+    steps = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.lstrip().startswith(("#", "echo"))]
+    # Nothing but the virtual environment and pip itself before them; nothing between them.
+    at = steps.index(commands[0])
+    assert steps[at + 1] == commands[1]
+    assert all("install" not in step or "pip>=24" in step for step in steps[:at]), steps[:at]
