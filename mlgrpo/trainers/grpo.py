@@ -39,8 +39,9 @@ from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
 from mlgrpo.algorithms import (
-    WEIGHTINGS, GroupKeys, InterGroupRows, compute_advantages, group_stats, inter_group_change,
+    WEIGHTINGS, GroupKeys, InterGroupRows, compute_advantages, group_stats,
 )  # fmt: skip
+from mlgrpo.algorithms.losses import inter_group_loss
 from mlgrpo.algorithms.reward_clip import ColumnBounds, clip_rewards
 from mlgrpo.errors import UserError
 from mlgrpo.rewards import helper as consistency_helper
@@ -414,23 +415,20 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
             return super()._compute_loss(model, inputs)
         with self.capturing_policy_logps() as found:
             loss = super()._compute_loss(model, inputs)
-        return loss + coef * self._inter_group_term(found[-1], inputs)
+        return loss + self._inter_group_term(found[-1], inputs, coef)
 
-    def _inter_group_term(self, logps: Tensor, inputs: dict) -> Tensor:
-        """This micro-batch's share of the inter-group regulariser (shaping.inter_group_change), from the
-        log-probs TRL's loss computed. Its rows' ratio is the sequence-level pi / pi_old; the groups are the
-        rollout's whole groups. Summed over a rollout's micro-batches its gradient is the regulariser's, so
-        each optimiser step carries minibatches-per-rollout times its own rows' share (an unbiased estimate),
-        and DDP's mean over processes is undone by multiplying by their number."""
+    def _inter_group_term(self, logps: Tensor, inputs: dict, coef: float) -> Tensor:
+        """This micro-batch's share of the inter-group regulariser (losses.inter_group_loss), from the
+        log-probs TRL's loss computed, over the rollout's whole groups. Each optimiser step carries
+        minibatches-per-rollout times its rows' share (an unbiased estimate), and DDP's mean over processes
+        is undone by multiplying by their number."""
         mask = inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
         old = inputs.get("old_per_token_logps")
-        old = logps.detach() if old is None else old
-        ratio = torch.exp(((logps - old) * mask).sum(-1) / mask.sum(-1).clamp(min=1))
-        advantages = inputs["advantages"]
         rows = InterGroupRows(**{field: inputs[column] for field, column in INTER_GROUP_COLUMNS.items()})
-        share = inter_group_change(advantages if advantages.dim() == 1 else advantages.mean(-1), ratio, rows)
         minibatches = self.args.steps_per_generation / self.args.gradient_accumulation_steps
-        return share * minibatches * self.accelerator.num_processes
+        loss, _ = inter_group_loss(logps, logps.detach() if old is None else old, mask, inputs["advantages"], rows,
+                                   coef, minibatches * self.accelerator.num_processes)
+        return loss
 
 def _prompt_text(prompt) -> str:
     """A prompt as text for hashing and grouping: plain text, or the last user message of a conversation."""

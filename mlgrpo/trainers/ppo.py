@@ -26,8 +26,8 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from mlgrpo.algorithms import KL_ESTIMATORS, GroupKeys, compute_advantages, kl_penalty, token_rewards
-from mlgrpo.algorithms.losses import clipped_value_loss, explained_variance, masked_mean
+from mlgrpo.algorithms import GroupKeys, compute_advantages, kl_penalty, per_completion_advantage, token_rewards
+from mlgrpo.algorithms.losses import explained_variance, masked_mean, value_loss
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.critic import (
     base_model, build_value_model, completion_values, critic_forward, critic_optimizer_step, is_critic_tensor,
@@ -87,11 +87,11 @@ class PPOTrainer(MultilingualGRPOTrainer):
                 output["completion_mask"],
             ).float() * mask
         rewards_t = token_rewards(rewards[local].to(torch.float32), mask)
-        kl = None
+        kl_metrics = {}
         if self._kl_reference is not None:
             logps, ref_logps = self._policy_and_reference_logps(output)
-            kl = KL_ESTIMATORS.get(self.kl.estimator)(logps, ref_logps) * mask
-            rewards_t = rewards_t - kl_penalty(logps, ref_logps, mask, self.kl.coef, self.kl.estimator)
+            penalty, kl_metrics = kl_penalty(logps, ref_logps, mask, self.kl.coef, self.kl.estimator)
+            rewards_t = rewards_t - penalty
         # One GAE pass over the gathered batch, so several processes give the advantages of one.
         g_rewards, g_values, g_mask = (self._gather_padded(x) for x in (rewards_t, values, mask))
         result = compute_advantages(g_rewards, keys, self.algorithm.advantage, values=g_values, mask=g_mask,
@@ -105,10 +105,8 @@ class PPOTrainer(MultilingualGRPOTrainer):
         metrics["ppo/value_mean"] = masked_mean(values, scored)
         metrics["ppo/returns_mean"] = masked_mean(output["returns"], scored)
         metrics["ppo/explained_variance"] = explained_variance(values, output["returns"], scored)
-        if kl is not None:
-            metrics["ppo/kl_penalty"] = self.kl.coef * masked_mean(kl, mask)  # subtracted per token, on average
-            metrics["kl"] = masked_mean(kl, mask)  # TRL's name for the KL it logs when the KL is in its loss
-        per_row = (result.advantages * result.mask).sum(1) / result.mask.sum(1).clamp(min=1.0)
+        metrics.update(kl_metrics)  # kl (TRL's name for the KL it logs when the KL is in its loss), ppo/kl_penalty
+        per_row = per_completion_advantage(result.advantages, result.mask)
         return RolloutAdvantages(result.advantages[local, :width], per_row, metrics)
 
     def _policy_and_reference_logps(self, output: dict) -> tuple[Tensor, Tensor]:
@@ -150,12 +148,12 @@ class PPOTrainer(MultilingualGRPOTrainer):
                 self.critic, inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"],
                 inputs["completion_mask"],
             ).float()
-            out = clipped_value_loss(values, inputs["old_values"], inputs["returns"], mask,
-                                     self.algorithm.ppo.cliprange_value)
+            loss, metrics = value_loss(values, inputs["old_values"], inputs["returns"], mask,
+                                       self.algorithm.ppo.cliprange_value)
             scale = self.algorithm.ppo.vf_coef if self.algorithm.ppo.value_model == "head" else 1.0
-            self.accelerator.backward(scale * out.loss / self.current_gradient_accumulation_steps)
-        self._metrics["train"]["ppo/value_loss"].append(self.accelerator.gather(out.loss.detach()).mean().item())
-        self._metrics["train"]["ppo/value_clipfrac"].append(self.accelerator.gather(out.clipfrac).mean().item())
+            self.accelerator.backward(scale * loss / self.current_gradient_accumulation_steps)
+        for name, value in metrics.items():  # ppo/value_loss, ppo/value_clipfrac
+            self._metrics["train"][name].append(self.accelerator.gather(value).mean().item())
 
     def training_step(self, model, inputs, num_items_in_batch):
         loss = super().training_step(model, inputs, num_items_in_batch)

@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 from transformers import TrainerCallback
 
+from mlgrpo.algorithms.losses import sft_cross_entropy
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.checkpoints import EXTRA_STATE
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
@@ -134,14 +135,11 @@ class SupervisedTrainer(MultilingualGRPOTrainer):
     def _compute_loss(self, model, inputs):
         ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        width, mask = inputs["completion_ids"].size(1), inputs["completion_mask"].float()
+        width = inputs["completion_ids"].size(1)
         logits = model(input_ids=ids, attention_mask=attention).logits[:, -width - 1:-1].float()
-        targets = inputs["completion_ids"]  # fused: no second (tokens, vocab) log-probability tensor
-        nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view_as(targets)
-        loss = (nll * mask).sum() / mask.sum().clamp(min=1.0)  # token mean over the micro-batch
+        loss, metrics = sft_cross_entropy(logits, inputs["completion_ids"], inputs["completion_mask"].float())
         mode = "train" if self.model.training else "eval"
-        per_row = (nll * mask).sum(1).detach() / mask.sum(1).clamp(min=1.0)
-        gathered, lang_ids = self.accelerator.gather(per_row), self.accelerator.gather(inputs[LANG_COLUMN])
+        gathered, lang_ids = self.accelerator.gather(metrics["sft/nll_rows"]), self.accelerator.gather(inputs[LANG_COLUMN])
         self._metrics[mode]["sft/nll"].append(gathered.mean().item())
         for name, value in to_floats(per_language(gathered, lang_ids, self._languages, "sft/nll")).items():
             if "_std/" not in name and math.isfinite(value):  # a language without rows here has no mean

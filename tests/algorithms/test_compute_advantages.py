@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from mlgrpo.algorithms import AdvantageConfig, GroupKeys, compute_advantages
+from mlgrpo.algorithms import AdvantageConfig, GroupKeys, compute_advantages, per_completion_advantage
 from mlgrpo.errors import UserError
 
 NAN, INF = float("nan"), float("inf")
@@ -134,6 +134,21 @@ def test_gae_through_the_entry_point():
     assert result.advantages.tolist() == [[0.5, 0.5, 0.5], [1.5, 1.5, 0.0]]
     with pytest.raises(UserError, match="values= and mask="):
         compute_advantages(rewards, keys, AdvantageConfig(estimator="gae"))
+
+
+def test_gae_metrics_use_the_per_completion_advantage_of_the_completions_table():
+    # Issue 25: adv/* summed a completion's token advantages while the completions table took their mean.
+    # The advantages above are [[0.5, 0.5, 0.5], [1.5, 1.5, pad]]: per completion 0.5 and 1.5 (not 1.5 and 3).
+    rewards = torch.tensor([[0.0, 0.0, 1.0], [0.0, 2.0, 0.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    keys = GroupKeys.from_rows(["p", "q"], ["en", "en"])
+    cfg = AdvantageConfig(estimator="gae", gamma=1.0, lam=1.0)
+    result = compute_advantages(rewards, keys, cfg, values=torch.full((2, 3), 0.5), mask=mask)
+    assert per_completion_advantage(result.advantages, result.mask).tolist() == [0.5, 1.5]
+    assert result.metrics["adv/mean"].item() == pytest.approx(1.0)
+    assert result.metrics["adv/abs_mean"].item() == pytest.approx(1.0)
+    assert result.metrics["adv/std"].item() == pytest.approx(0.5)
+    assert result.metrics["adv/mean/en"].item() == pytest.approx(1.0)
 
 
 def test_shape_errors_say_what_to_do():
