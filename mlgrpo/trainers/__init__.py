@@ -19,7 +19,11 @@ from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
 from mlgrpo.trainers.ppo import PPOTrainer
 from mlgrpo.trainers.sft import SupervisedTrainer
 
-TRAINERS = {"grpo": MultilingualGRPOTrainer, "ppo": PPOTrainer, "sft": SupervisedTrainer}
+from mlgrpo.registry import Registry
+
+TRAINERS: Registry[type] = Registry("algorithm")
+for _name, _trainer in (("grpo", MultilingualGRPOTrainer), ("ppo", PPOTrainer), ("sft", SupervisedTrainer)):
+    TRAINERS.add(_name, _trainer)
 
 __all__ = ["TRAINERS", "AlgorithmConfig", "DynamicSampling", "KLConfig", "MultilingualGRPOTrainer", "PPOSettings", "PPOTrainer",
            "SFTSettings", "SupervisedTrainer", "UpdateSchedule"]
