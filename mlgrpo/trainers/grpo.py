@@ -82,7 +82,7 @@ class BatchRows:
     dataset_rows: list[int] | None  # dataset index of each row, when the sampler needs rewards per row
     completion_lengths: list[int]
     # Share of each of this process's completions in its row's language (None: no letters), being measured
-    # in the background; None on the generation batches that no log reads (see _consistency).
+    # in the background (see _consistency).
     consistency: Future | None
     rewards_per_func: Tensor  # (N, F) reward of each function (clipped where set), NaN where it returned None
     clip_metrics: dict[str, Tensor]  # rewards/<name>/clipped_low ... of the functions with bounds
@@ -254,27 +254,18 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
                                 f"rewards/{name}/clipped_high": out.clipped_high[f]})
         return out.rewards, metrics
 
-    def _consistency(self, prompts, completions, inputs) -> Future | None:
+    def _consistency(self, prompts, completions, inputs) -> Future:
         """Language consistency of each completion (DeepSeek-R1's language-consistency measure), logged
-        per language whether or not it is also a reward, or None on batches no log reads.
+        per language whether or not it is also a reward.
 
-        Measured on the generation batches of logging steps only (the batches in between would only be
-        averaged into the logged value), and in a helper process (rewards/helper.py): it costs language ID
-        per segment (~15 ms for 64 short completions in 50 languages on one CPU core, bench/bench_load.py),
-        which the helper spends while the step goes on. `log` collects the result, so the value still
-        lands in its step's log."""
-        if not self._is_logging_step():
-            return None
+        Measured on every generation batch, so that each log that averages a window's rewards averages the
+        same rollouts' consistency (issue 25: measured on the batches generated at a logging step only, it
+        reached 13 of the quickstart's 50 reward logs, rollouts and logs being 4 and 5 steps apart). In a
+        helper process (rewards/helper.py): it costs language ID per segment (~15 ms for 64 short
+        completions in 50 languages on one CPU core, bench/bench_load.py), which the helper spends while
+        the step goes on. `log` collects the result, so the value lands in its window's log."""
         languages = [x.get(self.language_column) for x in inputs]
         return consistency_helper.service().measure(prompts, completions, languages, self._candidates or None)
-
-    def _is_logging_step(self) -> bool:
-        """True when the step being generated for ends a logging window (TRL logs every logging_steps)."""
-        every = self.args.logging_steps
-        if not every or every <= 0:
-            return True
-        every = int(every) if every >= 1 else max(1, int(every * max(1, self.state.max_steps)))
-        return (self.state.global_step + 1) % every == 0 or self.state.global_step == 0
 
     def _generate_and_score_completions(self, inputs):
         # Throughput is end to end: completions per wall second since the previous generation, which

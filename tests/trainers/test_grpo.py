@@ -220,6 +220,20 @@ def test_language_consistency_measured_in_the_background_lands_in_its_own_step(t
                 assert entry.get(key) is None, (entry["step"], lang)
 
 
+def test_language_consistency_is_logged_with_every_log_of_rewards(tmp_path, make_model, tokenizer, dataset):
+    # Rollouts every 2 steps (0, 2, 4), logs every 3 (3, 6): the rollout of step 4 is generated at no logging
+    # step. Issue 25: measured only on the batches generated at a logging step, the log of step 6 had
+    # rewards but no language consistency.
+    trainer = MultilingualGRPOTrainer(model=make_model(), reward_funcs=[length_reward],
+                                      args=grpo_args(tmp_path, max_steps=6, logging_steps=3, steps_per_generation=2),
+                                      train_dataset=dataset, processing_class=tokenizer)
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if any(k.startswith("reward/") for k in entry)]
+    assert [entry["step"] for entry in logs] == [3, 6]
+    for entry in logs:
+        assert any(entry.get(f"language_consistency/{lang}") is not None for lang in LANGUAGES), entry["step"]
+
+
 class HelperKiller(TrainerCallback):
     """Step 1: stops the language-consistency helper before the step's generation and kills it before the
     step logs, so the step's measurement is certainly pending when the helper dies."""
