@@ -86,7 +86,7 @@ def compute_advantages(
     clean = rewards.masked_fill(~finite, float("nan"))
 
     def estimate(column: Tensor) -> Tensor:
-        return spec.fn(EstimatorBatch(column, group_ids, scale_ids, lengths=keys.lengths), cfg.params)
+        return spec.fn(EstimatorBatch(column, group_ids, scale_ids, lengths=keys.completion_lengths), cfg.params)
 
     temperature = None
     if cfg.uses_temperature:

@@ -118,7 +118,7 @@ class RefillingRollouts:
         return self._merged_batch(rounds, mine), self._merged_rows(rounds, picked, mine), metrics, [r.rows for r in rounds]
 
     def _scored_round(self, output: dict, rows) -> Round:
-        keys = self._group_keys(rows, "train")
+        keys = self._group_keys(rows, "train", output)
         advantage = self.algorithm.advantage
         ids = GROUP_KEYS.get(advantage.group_by)(keys, advantage.grouping)
         constant = constant_groups(self._combined_rewards(rows.rewards_per_func), ids,

@@ -114,6 +114,9 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
     group_schedule:   GroupSwitch entries (optimiser step -> group size) after GRPOConfig.num_generations, the
                       size of the first rollouts; each rollout draws its own size, as many completions
                       (sampling/group_schedule.py). Empty: num_generations throughout.
+    reference_model:  a frozen copy of the initial policy made by the caller (who also measures the
+                      evaluation's KL with it), used where the trainer needs one and TRL has none (PPO's
+                      KL in the reward), so that a run holds one copy; None: the trainer copies if needed.
     Every other argument is trl.GRPOTrainer's.
     """
 
@@ -127,6 +130,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         reward_clip=None,
         language_column: str = "language",
         group_schedule: tuple[GroupSwitch, ...] = (),
+        reference_model=None,
         **kwargs,
     ) -> None:
         self.algorithm = algorithm or AlgorithmConfig()
@@ -138,6 +142,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
                                for c in reward_clip or ()]
         self.language_column = language_column
         self.group_schedule = tuple(group_schedule)
+        self.reference_model = reference_model
         self._scheduled_sampler: ScheduledGroupSampler | None = None
         self._rows: BatchRows | None = None
         self._language_sampler: LanguageSampler | None = None
@@ -278,7 +283,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         if mode == "train" and self.algorithm.dynamic_sampling.enabled:  # constant groups out, fresh ones in
             output, rows, dynamic_metrics, generated = self._refill(inputs, output, rows,
                                                                     super()._generate_and_score_completions)
-        keys = self._group_keys(rows, mode)
+        keys = self._group_keys(rows, mode, output)
         local = slice(self.accelerator.process_index * len(inputs), (self.accelerator.process_index + 1) * len(inputs))
         rewards = self._combined_rewards(rows.rewards_per_func)
         result = self._advantages(rewards, keys, output, local)
@@ -314,13 +319,15 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         indices = torch.tensor(rows.dataset_rows)[finite]
         self._language_sampler.update_rewards(indices.numpy(), host[finite].numpy())
 
-    def _group_keys(self, rows: BatchRows, mode: str) -> GroupKeys:
+    def _group_keys(self, rows: BatchRows, mode: str, output: dict) -> GroupKeys:
+        """The gathered rows' keys; `output` is TRL's batch of this process's rows (prompt tokens)."""
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         return GroupKeys.from_rows(
             rows.prompts,
             rows.languages,
             group_size=group_size,
-            lengths=rows.completion_lengths,
+            lengths=self.accelerator.gather(output["prompt_mask"].sum(1)).tolist(),
+            completion_lengths=rows.completion_lengths,
             device=self.accelerator.device,
         )
 
@@ -347,7 +354,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         metrics = per_language(scalar, keys.lang_ids, keys.languages, "reward")
         for i, name in enumerate(self.reward_func_names):
             metrics.update(per_language(rows.rewards_per_func[:, i], keys.lang_ids, keys.languages, f"rewards/{name}"))
-        lengths = keys.lengths.to(scalar.dtype) if keys.lengths is not None else None
+        lengths = keys.completion_lengths.to(scalar.dtype) if keys.completion_lengths is not None else None
         if lengths is not None:
             metrics.update(per_language(lengths, keys.lang_ids, keys.languages, "completion_length"))
         metrics.update(language_counts(keys.lang_ids, keys.languages))

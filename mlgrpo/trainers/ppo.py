@@ -25,6 +25,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl.trainer.utils import add_fused_lm_head
 
 from mlgrpo.algorithms import GroupKeys, compute_advantages, kl_penalty, per_completion_advantage, token_rewards
 from mlgrpo.algorithms.losses import explained_variance, masked_mean, value_loss
@@ -67,11 +68,15 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     def _reference_for_kl(self, policy):
         """The frozen initial policy for the per-token KL penalty (TRL's ref model when it has one; with
-        PEFT, the base model with adapters disabled)."""
+        PEFT, the base model with adapters disabled; else the caller's reference_model, or a copy)."""
         if self.ref_model is not None:
             return self.ref_model
         if base_model(policy) is not policy:
             return "disable_adapters"
+        if self.reference_model is not None:  # TRL's log-prob pass calls it with its fused LM head, as its ref model
+            reference = self.reference_model.to(self.accelerator.device)
+            add_fused_lm_head(reference, temperature=self.temperature, cast_lm_head_to_fp32=self.args.cast_lm_head_to_fp32)
+            return reference
         reference = copy.deepcopy(policy).eval()
         for param in reference.parameters():
             param.requires_grad_(False)
@@ -84,7 +89,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
         with torch.no_grad(), self._critic_forward():
             values = completion_values(
                 self.critic, output["prompt_ids"], output["prompt_mask"], output["completion_ids"],
-                output["completion_mask"],
+                output["completion_mask"], self._forward_rows(),
             ).float() * mask
         rewards_t = token_rewards(rewards[local].to(torch.float32), mask)
         kl_metrics = {}
@@ -112,17 +117,22 @@ class PPOTrainer(MultilingualGRPOTrainer):
     def _policy_and_reference_logps(self, output: dict) -> tuple[Tensor, Tensor]:
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
         attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
-        width = output["completion_ids"].size(1)
+        width, rows = output["completion_ids"].size(1), self._forward_rows()
         with torch.no_grad():
             logps = output.get("old_per_token_logps")
             if logps is None:
-                logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, width)
+                logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, width, rows)
             if self._kl_reference == "disable_adapters":
                 with self.accelerator.unwrap_model(self.model).disable_adapter():
-                    ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, width)
+                    ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, width, rows)
             else:
-                ref, _, _ = self._get_per_token_logps_and_entropies(self._kl_reference, ids, attention, width)
+                ref, _, _ = self._get_per_token_logps_and_entropies(self._kl_reference, ids, attention, width, rows)
         return logps.float(), ref.float()
+
+    def _forward_rows(self) -> int:
+        """Rows per forward over a rollout without gradient: a micro-batch, as TRL's own log-prob passes."""
+        training = self.model.training
+        return self.args.per_device_train_batch_size if training else self.args.per_device_eval_batch_size
 
     def _gather_padded(self, x: Tensor) -> Tensor:
         if self.accelerator.num_processes == 1:
