@@ -24,7 +24,6 @@ import os
 import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl.trainer.utils import add_fused_lm_head
 
 from mlgrpo.algorithms import GroupKeys, compute_advantages, kl_penalty, per_completion_advantage, token_rewards
@@ -34,7 +33,8 @@ from mlgrpo.trainers.critic import (
     base_model, build_value_model, completion_values, critic_forward, critic_optimizer_step, is_critic_tensor,
     trainable_critic_parameters,
 )  # fmt: skip
-from mlgrpo.trainers.grpo import MultilingualGRPOTrainer, RolloutAdvantages
+from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
+from mlgrpo.trainers.rollout import RolloutAdvantages
 
 CRITIC_WEIGHTS = "critic.safetensors"
 CRITIC_OPTIMIZER = "critic_optimizer.pt"
@@ -121,12 +121,12 @@ class PPOTrainer(MultilingualGRPOTrainer):
         with torch.no_grad():
             logps = output.get("old_per_token_logps")
             if logps is None:
-                logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, width, rows)
+                logps = self.token_logps(self.model, ids, attention, width, rows)
             if self._kl_reference == "disable_adapters":
                 with self.accelerator.unwrap_model(self.model).disable_adapter():
-                    ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, width, rows)
+                    ref = self.token_logps(self.model, ids, attention, width, rows)
             else:
-                ref, _, _ = self._get_per_token_logps_and_entropies(self._kl_reference, ids, attention, width, rows)
+                ref = self.token_logps(self._kl_reference, ids, attention, width, rows)
         return logps.float(), ref.float()
 
     def _forward_rows(self) -> int:
@@ -141,8 +141,8 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     # ---- the critic's update ----------------------------------------------------------------------
 
-    def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
+    def loss(self, model, inputs):
+        loss = super().loss(model, inputs)
         if self.model.training and "returns" in inputs:
             self._critic_backward(inputs)
         return loss
@@ -163,7 +163,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
             scale = self.algorithm.ppo.vf_coef if self.algorithm.ppo.value_model == "head" else 1.0
             self.accelerator.backward(scale * loss / self.current_gradient_accumulation_steps)
         for name, value in metrics.items():  # ppo/value_loss, ppo/value_clipfrac
-            self._metrics["train"][name].append(self.accelerator.gather(value).mean().item())
+            self.record_metric("train", name, self.accelerator.gather(value).mean().item())
 
     def training_step(self, model, inputs, num_items_in_batch):
         loss = super().training_step(model, inputs, num_items_in_batch)
@@ -171,7 +171,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
             if not self._update_skipped:  # a non-finite loss or gradient skips the critic's step with the policy's
                 norm = critic_optimizer_step(self.critic_optimizer, self._critic_params, self.algorithm.ppo.max_grad_norm,
                                              self.accelerator.scaler)
-                self._metrics["train"]["ppo/critic_grad_norm"].append(float(norm))
+                self.record_metric("train", "ppo/critic_grad_norm", float(norm))
             self.critic_optimizer.zero_grad(set_to_none=True)
             self._hold_policy_in_warmup()
         return loss
@@ -181,7 +181,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
         parameters without a gradient) leaves the policy as it is. With value_model "head" the shared
         backbone is the policy's, so only the head learns then."""
         frozen = self.state.global_step < self.algorithm.ppo.warmup_steps
-        self._metrics["train"]["ppo/policy_frozen"].append(float(frozen))
+        self.record_metric("train", "ppo/policy_frozen", float(frozen))
         if frozen:
             owned = {id(p) for p in self._critic_params}
             for param in self.model.parameters():
@@ -194,23 +194,19 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     # ---- checkpoints --------------------------------------------------------------------------------
 
-    def _save_checkpoint(self, model, trial):
+    def save_state(self, folder: str) -> None:
         # The critic first: the base class writes mlgrpo's state file last, and a checkpoint without that
         # file is an unfinished one (a run killed while saving), which resuming passes over.
         if self.args.should_save:
-            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-            os.makedirs(folder, exist_ok=True)
             critic = self.accelerator.unwrap_model(self.critic)
             mode = self.algorithm.ppo.value_model
             state = {k: v.contiguous() for k, v in critic.state_dict().items() if is_critic_tensor(critic, k, mode)}
             save_file(state, os.path.join(folder, CRITIC_WEIGHTS))
             torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER))
-        super()._save_checkpoint(model, trial)
+        super().save_state(folder)
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
+    def load_state(self, checkpoint: str) -> None:
+        super().load_state(checkpoint)
         weights = os.path.join(checkpoint, CRITIC_WEIGHTS)
         if not os.path.exists(weights):
             raise UserError(f"checkpoint {checkpoint} has no {CRITIC_WEIGHTS}: it was not written by PPOTrainer")
