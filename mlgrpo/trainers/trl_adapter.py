@@ -8,10 +8,10 @@ tests/trainers/test_trl_adapter.py, which pins each signature in the installed T
     _calculate_rewards(inputs, prompts, completions, completion_ids_list)  -> trainer.on_rewards(..., rewards)
                                      (its record of the batch comes back from trl_rollout, with TRL's dict)
     _generate_and_score_completions(inputs)                               -> trainer.rollout(inputs)
-    _compute_loss(model, inputs)                                          -> trainer.loss(model, inputs)
+    compute_loss (public; TRL's calls _compute_loss)                       -> trainer.loss(model, inputs)
     _get_per_token_logps_and_entropies(model, ...)                        (captured in capturing_policy_logps)
     _get_train_sampler(dataset)                                           -> trainer.train_sampler(dataset)
-    _save_checkpoint(model, trial)                                        -> trainer.save_state(folder)
+    (HF's on_save, after _save_checkpoint: a callback)                    -> trainer.save_state(folder)
     _load_optimizer_and_scheduler(checkpoint)                             -> trainer.load_state(checkpoint)
 
 TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampler. What else mlgrpo relies on:
@@ -46,13 +46,15 @@ from contextlib import contextmanager
 
 import torch
 from torch import Tensor
+from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
-# The private methods TRLAdapter overrides, with their parameters as the installed TRL (1.16) and transformers
-# declare them (annotations aside). A TRL that changes one makes check_contract name it.
-PRIVATE_OVERRIDES = {
+# The private methods TRLAdapter overrides (PRIVATE_OVERRIDES) or calls, with their parameters as the installed
+# TRL (1.16) and transformers declare them (annotations aside). A TRL that changes one makes check_contract
+# name it.
+PRIVATE_METHODS = {
     "_calculate_rewards": "(self, inputs, prompts, completions, completion_ids_list)",
     "_generate_and_score_completions": "(self, inputs)",
     "_compute_loss": "(self, model, inputs)",
@@ -64,7 +66,11 @@ PRIVATE_OVERRIDES = {
     "_get_train_sampler": "(self, dataset=None)",
     "_save_checkpoint": "(self, model, trial)",
     "_load_optimizer_and_scheduler": "(self, checkpoint)",
+    "_tokenize_prompts": "(self, prompts)",
+    "_get_output_dir": "(self, trial)",
 }
+PRIVATE_OVERRIDES = tuple(name for name in PRIVATE_METHODS if name not in ("_compute_loss", "_save_checkpoint",
+                                                                          "_tokenize_prompts", "_get_output_dir"))
 
 
 def parameters(method) -> str:
@@ -77,14 +83,29 @@ def check_contract(trainer_class: type = GRPOTrainer) -> list[str]:
     """One line per private method whose parameters in `trainer_class` are not those TRLAdapter was written
     against (empty: TRL as expected)."""
     problems = []
-    for name, expected in PRIVATE_OVERRIDES.items():
+    for name, expected in PRIVATE_METHODS.items():
         method = getattr(trainer_class, name, None)
         if method is None:
-            problems.append(f"{trainer_class.__name__}.{name} no longer exists (mlgrpo's trl_adapter overrides it)")
+            problems.append(f"{trainer_class.__name__}.{name} no longer exists (mlgrpo's trl_adapter relies on it)")
         elif (found := parameters(method)) != expected:
             problems.append(f"{trainer_class.__name__}.{name}{found} changed from {name}{expected}, which "
-                            "mlgrpo/trainers/trl_adapter.py overrides: check what TRL's new version does there")
+                            "mlgrpo/trainers/trl_adapter.py relies on: check what TRL's new version does there")
     return problems
+
+
+class _SaveState(TrainerCallback):
+    """HF calls on_save on every process right after `_save_checkpoint` wrote the step's checkpoint folder
+    (trainer.py, its one call site); the trainer's own state goes into the same folder then."""
+
+    def __init__(self, trainer: TRLAdapter) -> None:
+        self.trainer = trainer
+
+    def on_save(self, args, state, control, **kwargs):
+        # _get_output_dir(trial=None): args.output_dir (mlgrpo runs no hyperparameter search, HF's trials)
+        folder = os.path.join(self.trainer._get_output_dir(trial=None), f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+        os.makedirs(folder, exist_ok=True)  # every process writes its own files, as HF's RNG states
+        self.trainer.save_state(folder)
+        return control
 
 
 class TRLAdapter(GRPOTrainer):
@@ -101,6 +122,7 @@ class TRLAdapter(GRPOTrainer):
         if problems:  # one place, by name, rather than a trainer that silently trains on something else
             raise RuntimeError("the installed trl is not the one mlgrpo's TRL adapter was written for:\n" + "\n".join(problems))
         super().__init__(*args, **kwargs)
+        self.add_callback(_SaveState(self))
 
     # ---- routing of TRL's private hooks --------------------------------------------------------------
 
@@ -112,7 +134,9 @@ class TRLAdapter(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         return self.rollout(inputs)
 
-    def _compute_loss(self, model, inputs):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if return_outputs:  # as TRL: the loss is all there is
+            raise ValueError("The GRPOTrainer does not support returning outputs")
         return self.loss(model, inputs)
 
     def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
@@ -123,12 +147,6 @@ class TRLAdapter(GRPOTrainer):
 
     def _get_train_sampler(self, dataset=None):
         return self.train_sampler(dataset)
-
-    def _save_checkpoint(self, model, trial):
-        super()._save_checkpoint(model, trial)
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        os.makedirs(folder, exist_ok=True)  # every process writes its own files, as HF's RNG states
-        self.save_state(folder)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         # HF calls this once when resuming, after building the data loader (so the sampler exists); TRL
@@ -161,7 +179,7 @@ class TRLAdapter(GRPOTrainer):
         return self.trl_loss(model, inputs)
 
     def trl_loss(self, model, inputs: dict) -> Tensor:
-        return super()._compute_loss(model, inputs)
+        return self._compute_loss(model, inputs)  # TRL's, or a subclass's override of it
 
     def train_sampler(self, dataset=None):
         return self.trl_train_sampler(dataset)
