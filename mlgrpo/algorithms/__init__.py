@@ -10,13 +10,15 @@
 - kl.py:          KL estimators k1, k2, k3 (registry); ppo.py: PPO's token rewards and per-token KL penalty;
 - config.py:      AdvantageConfig; advantages.py: compute_advantages, the trainer's entry point;
 - dynamic_sampling.py: DAPO's constant-group test and the groups that fill a batch;
-- losses.py:      PPO's clipped value loss and explained variance (imported directly by the PPO trainer).
+- policy_loss.py: the policy loss of every TRL loss_type (surrogate + normaliser registries), entropy bonus;
+- losses.py:      LOSSES, every loss by name (policy, entropy, value, kl_penalty, sft, inter_group) as
+                  (loss, metrics), and PPO's explained variance (imported directly by the trainers).
 
 This package knows nothing about models, tokenizers, datasets, trainers or MLflow: importing it imports
 torch and nothing of transformers, trl or mlflow (tests/algorithms checks this in a subprocess).
 """
 
-from mlgrpo.algorithms.advantages import AdvantageResult, compute_advantages
+from mlgrpo.algorithms.advantages import AdvantageResult, compute_advantages, per_completion_advantage
 from mlgrpo.algorithms.config import STD_SCOPES, AdvantageConfig
 from mlgrpo.algorithms.dynamic_sampling import constant_groups, select_groups
 from mlgrpo.algorithms.estimators import (
@@ -68,6 +70,7 @@ __all__ = [
     "kl_penalty",
     "mix_relative_absolute",
     "pair_ids",
+    "per_completion_advantage",
     "register_estimator",
     "scheduled_temperature",
     "select_groups",

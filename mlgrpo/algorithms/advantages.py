@@ -14,7 +14,8 @@ so no host synchronisation happens here. Group health is of the (weighted) rewar
     adv/frac_zero_std          share of rows in zero-std groups (TRL's frac_reward_zero_std)
     adv/nonfinite_rewards      NaN (no reward) and +-inf rewards: left out, advantage 0 (per-token: rows)
     adv/nonfinite_advantages   advantages that came out non-finite and were set to 0 (should stay 0)
-    adv/mean, adv/std, adv/abs_mean, adv/mean/<lang>, adv/std/<lang>    advantages (per completion)
+    adv/mean, adv/std, adv/abs_mean, adv/mean/<lang>, adv/std/<lang>    advantages per completion
+                               (`per_completion_advantage`: for gae the mean over its scored tokens)
     adv/inter_group_var, adv/temperature (when the schedule is on)
 Knows nothing about models, tokenizers, trainers or MLflow.
 """
@@ -85,7 +86,7 @@ def compute_advantages(
     clean = rewards.masked_fill(~finite, float("nan"))
 
     def estimate(column: Tensor) -> Tensor:
-        return spec.fn(EstimatorBatch(column, group_ids, scale_ids, lengths=keys.lengths), cfg.params)
+        return spec.fn(EstimatorBatch(column, group_ids, scale_ids, lengths=keys.completion_lengths), cfg.params)
 
     temperature = None
     if cfg.uses_temperature:
@@ -119,7 +120,7 @@ def _per_token_advantages(rewards: Tensor, values: Tensor, mask: Tensor, spec, g
     bad = ~torch.isfinite(advantages)
     advantages = advantages.masked_fill(bad, 0.0)
     scored = (clean * live).sum(dim=1).masked_fill(~scored_rows, float("nan"))  # return per completion
-    metrics = _metrics(advantages, scored, group_ids, keys, cfg)
+    metrics = _metrics(per_completion_advantage(advantages, live), scored, group_ids, keys, cfg)
     metrics["adv/nonfinite_rewards"] = (~scored_rows).sum().to(advantages.dtype)
     metrics["adv/nonfinite_advantages"] = bad.sum().to(advantages.dtype)
     metrics["adv/inter_group_var"] = advantages.new_zeros(())
@@ -157,15 +158,32 @@ def _scope_ids(scope: str, group_ids: Tensor, keys: GroupKeys) -> Tensor | None:
     return torch.zeros_like(group_ids)  # "batch": one scope
 
 
+def per_completion_advantage(advantages: Tensor, mask: Tensor | None = None) -> Tensor:
+    """(N,) one advantage per completion: itself for outcome advantages (N,); for per-token advantages
+    (N, T) the mean over the completion's tokens where `mask` is 1 (0 for a row with none).
+
+    The one definition that adv/* metrics, the completions table and the inter-group regulariser read: an
+    outcome advantage broadcast over a completion's tokens has that token mean too.
+    >>> per_completion_advantage(torch.tensor([[1.0, 3.0, 7.0], [2.0, 0.0, 0.0]]), torch.tensor([[1, 1, 0], [0, 0, 0]]))
+    tensor([2., 0.])
+    """
+    if advantages.dim() == 1:
+        return advantages
+    if mask is None:
+        raise ValueError("per-token advantages (N, T) need their token mask to give one advantage per completion")
+    mask = mask.to(advantages.dtype)
+    return (advantages * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
 def _metrics(
-    advantages: Tensor, scored: Tensor, group_ids: Tensor, keys: GroupKeys, cfg: AdvantageConfig
+    per_row: Tensor, scored: Tensor, group_ids: Tensor, keys: GroupKeys, cfg: AdvantageConfig
 ) -> dict[str, Tensor]:
-    """Group health of the (weighted) reward and advantage statistics, overall and per language."""
+    """Group health of the (weighted) reward and statistics of the (N,) per-completion advantages,
+    overall and per language."""
     reward_stats = group_stats(scored, group_ids, cfg.ddof)
     groups = reward_stats.table
     live = groups.count > 0
-    dtype = advantages.dtype
-    per_row = advantages if advantages.dim() == 1 else advantages.sum(dim=1)  # per completion for gae
+    dtype = per_row.dtype
     metrics = {
         "adv/groups": live.sum().to(dtype),
         "adv/zero_std_groups": (live & (groups.std == 0)).sum().to(dtype),

@@ -1,7 +1,7 @@
 """Group keys: which rows share a baseline, as int64 id tensors for `group_stats`.
 
 `GroupKeys` carries what a batch knows about its rows (prompt identity, language, a stable prompt hash,
-a length); the functions in `GROUP_KEYS` turn it into one id per row, looked up by the config's
+the prompt's length in tokens, the completion's); the functions in `GROUP_KEYS` turn it into one id per row, looked up by the config's
 `group_by` name:
 
     prompt              rows sampled from the same prompt (GRPO's standard group)
@@ -11,7 +11,9 @@ a length); the functions in `GROUP_KEYS` turn it into one id per row, looked up 
     prompt_hash_bucket  hash(prompt) % n buckets: prompts pooled into coarser groups (a larger baseline
                         when few samples are drawn per prompt); the hash is blake2b, not Python's
                         hash(), which is salted per process and would differ between ranks and runs
-    length_bucket       rows whose length falls in the same bucket of `length_edges`
+    length_bucket       rows whose prompt length (tokens) falls in the same bucket of `length_edges`: a
+                        property of the state, never of the sampled completion, whose length would make
+                        the baseline depend on the action it scores
 
 Building keys from strings is host work done once per batch; the id functions are tensor ops.
 Knows nothing about models, tokenizers, rewards or MLflow.
@@ -41,11 +43,12 @@ class GroupKeys:
     lang_ids: Tensor  # (N,) int64 in [0, len(languages))
     languages: tuple[str, ...]  # languages[i] is the code of lang id i (names per-language metrics)
     prompt_hashes: Tensor | None = None  # (N,) int64 stable hash of the prompt text (hash buckets)
-    lengths: Tensor | None = None  # (N,) int64 a length per row, e.g. prompt tokens (length buckets)
+    lengths: Tensor | None = None  # (N,) int64 prompt tokens per row (length_bucket grouping)
+    completion_lengths: Tensor | None = None  # (N,) int64 completion tokens per row (token-weighted estimators)
 
     def __post_init__(self) -> None:
         n = self.prompt_ids.shape[0]
-        for name in ("prompt_ids", "lang_ids", "prompt_hashes", "lengths"):
+        for name in ("prompt_ids", "lang_ids", "prompt_hashes", "lengths", "completion_lengths"):
             t = getattr(self, name)
             if t is not None and (t.dim() != 1 or t.shape[0] != n or t.dtype != torch.int64):
                 shape = tuple(t.shape)
@@ -63,6 +66,7 @@ class GroupKeys:
         *,
         group_size: int | None = None,
         lengths: Sequence[int] | None = None,
+        completion_lengths: Sequence[int] | None = None,
         device: torch.device | str = "cpu",
     ) -> GroupKeys:
         """Keys for a batch of rows (one prompt text and one language code per row).
@@ -90,6 +94,7 @@ class GroupKeys:
             languages=codes,
             prompt_hashes=tensor(stable_hash(p) for p in prompts),
             lengths=None if lengths is None else tensor(lengths),
+            completion_lengths=None if completion_lengths is None else tensor(completion_lengths),
         )
 
 
@@ -131,7 +136,7 @@ def by_prompt_hash_bucket(keys: GroupKeys, params: GroupingParams) -> Tensor:
 def by_length_bucket(keys: GroupKeys, params: GroupingParams) -> Tensor:
     """Bucket b holds lengths in [edges[b-1], edges[b]); bucket 0 is below edges[0]."""
     if keys.lengths is None:
-        raise UserError("group_by='length_bucket' needs a length per row: pass lengths= to GroupKeys.from_rows")
+        raise UserError("group_by='length_bucket' needs each row's prompt tokens: pass lengths= to GroupKeys.from_rows")
     edges = torch.tensor(params.length_edges, dtype=torch.int64, device=keys.lengths.device)
     return torch.bucketize(keys.lengths, edges, right=True)
 

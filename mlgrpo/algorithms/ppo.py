@@ -38,16 +38,17 @@ def token_rewards(outcome: Tensor, mask: Tensor) -> Tensor:
     return out.scatter(1, last[:, None], value[:, None])
 
 
-def kl_penalty(logps: Tensor, ref_logps: Tensor, mask: Tensor, coef: float, estimator: str) -> Tensor:
-    """(N, T) coef * KL_t on completion tokens (0 on padding), KL_t from KL_ESTIMATORS[estimator].
-
-    Subtracted from the token rewards. logps, ref_logps (N, T): log pi and log pi_ref of the sampled tokens
-    under the rollout's policy and the reference.
+def kl_penalty(logps: Tensor, ref_logps: Tensor, mask: Tensor, coef: float, estimator: str) -> tuple[Tensor, dict]:
+    """((N, T) coef * KL_t on completion tokens (0 on padding), metrics), KL_t from KL_ESTIMATORS[estimator],
+    estimated once. The penalty is subtracted from the token rewards. logps, ref_logps (N, T): log pi and
+    log pi_ref of the sampled tokens under the rollout's policy and the reference. Metrics: kl (the mean
+    KL_t over completion tokens, TRL's name) and ppo/kl_penalty (coef times it: subtracted per token).
 
     >>> m = torch.tensor([[1.0, 1.0, 0.0]])   # 0.1 * (-1 + 1.5), 0.1 * (-2 + 1), padding
-    >>> out = kl_penalty(torch.tensor([[-1.0, -2.0, -9.0]]), torch.tensor([[-1.5, -1.0, 9.0]]), m, 0.1, "k1")
-    >>> [round(v, 6) for v in out[0].tolist()]
-    [0.05, -0.1, 0.0]
+    >>> out, metrics = kl_penalty(torch.tensor([[-1.0, -2.0, -9.0]]), torch.tensor([[-1.5, -1.0, 9.0]]), m, 0.1, "k1")
+    >>> [round(v, 6) for v in out[0].tolist()], round(metrics["kl"].item(), 6)   # (0.5 - 1) / 2
+    ([0.05, -0.1, 0.0], -0.25)
     """
-    kl = KL_ESTIMATORS.get(estimator)(logps, ref_logps)
-    return torch.where(mask > 0, coef * kl, 0.0)
+    kl = torch.where(mask > 0, KL_ESTIMATORS.get(estimator)(logps, ref_logps), 0.0)
+    mean = (kl * mask).sum() / mask.sum().clamp(min=1.0)
+    return coef * kl, {"kl": mean.detach(), "ppo/kl_penalty": coef * mean.detach()}

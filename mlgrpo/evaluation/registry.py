@@ -15,11 +15,10 @@ Knows nothing about models, generation or MLflow.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mlgrpo.errors import UserError
+from mlgrpo.registry import Registry
 
 BETTER = ("higher", "lower", None)
 
@@ -34,7 +33,7 @@ class Metric:
     requires: str | None  # the record field it needs: "answers|reference", "language", or None
 
 
-METRICS: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry("metric")
 
 
 def register(name: str, *, per_row: bool, better: str | None, scale: str, requires: str | None = None):
@@ -43,10 +42,7 @@ def register(name: str, *, per_row: bool, better: str | None, scale: str, requir
         raise ValueError(f"metric {name!r}: better must be one of {BETTER}, got {better!r}")
 
     def add(func: Callable) -> Callable:
-        if name in METRICS:
-            raise ValueError(f"metric {name!r} is registered twice ({METRICS[name].func.__module__} and "
-                             f"{func.__module__})")
-        METRICS[name] = Metric(name, func, per_row, better, scale, requires)
+        METRICS.add(name, Metric(name, func, per_row, better, scale, requires))
         return func
 
     return add
@@ -54,12 +50,7 @@ def register(name: str, *, per_row: bool, better: str | None, scale: str, requir
 
 def get_metric(name: str) -> Metric:
     """The metric registered as `name`; a UserError naming the closest valid name otherwise."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, list(METRICS), n=1, cutoff=0.5)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UserError(f"unknown metric {name!r}{hint}; valid metrics: {', '.join(metric_names())}") from None
+    return METRICS.get(name)
 
 
 def metric_names() -> list[str]:

@@ -225,7 +225,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
         model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(train_records),
         processing_class=tokenizer, algorithm=run.algorithm, kl=run.kl, sampler=run.sampler, reward_guard=guard,
         reward_clip=[spec.clip for spec in run.rewards.rewards], group_schedule=run.update.group_schedule,
-        peft_config=_lora(run.model.lora),
+        peft_config=_lora(run.model.lora), reference_model=reference,  # one frozen copy: evaluation's and PPO's
         callbacks=[StopAtBoundary(flag)] + ([TrackingCallback(handle, languages), Evaluate(run_eval, ev.every_steps),
                                              Progress(run.run_name, emit)] if main else []),
     )

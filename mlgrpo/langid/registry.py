@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from mlgrpo.errors import UserError
 from mlgrpo.langid.script import script_shares
+from mlgrpo.registry import Registry
 
 Scores = list[tuple[str, float]]
 
@@ -79,27 +79,14 @@ def calibrate(scores: Scores, temperature: float) -> Scores:
     return [(code, mass * p / total) for code, p in powered]
 
 
-BACKENDS: dict[str, Backend] = {}
+BACKENDS: Registry[Backend] = Registry("language-ID backend", plural="backends")
 
 
 def register(backend: Backend) -> Backend:
     """Add a backend under its name; a second backend with the same name is a programming error."""
-    if backend.name in BACKENDS:
-        raise ValueError(f"language-ID backend {backend.name!r} is already registered")
-    BACKENDS[backend.name] = backend
-    return backend
+    return BACKENDS.add(backend.name, backend)
 
 
 def get_backend(name: str) -> Backend:
     """The backend called `name`; UserError naming the closest valid names otherwise."""
-    try:
-        return BACKENDS[name]
-    except KeyError:
-        valid = sorted(BACKENDS)
-        import difflib  # local: only a misspelt name needs it
-
-        close = difflib.get_close_matches(name, valid, n=1, cutoff=0.4)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise UserError(
-            f"unknown language-ID backend {name!r}: {hint}valid backends: {', '.join(valid)}"
-        ) from None
+    return BACKENDS.get(name)

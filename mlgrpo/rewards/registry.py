@@ -9,13 +9,12 @@ Knows nothing about trainers, advantages or MLflow.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mlgrpo.errors import UserError
+from mlgrpo.registry import Registry, did_you_mean
 
 RewardFunc = Callable[..., list]
 REQUIRED = inspect.Parameter.empty  # marks a parameter the config must set
@@ -57,7 +56,7 @@ class RewardEntry:
         }
 
 
-REWARDS: dict[str, RewardEntry] = {}
+REWARDS: Registry[RewardEntry] = Registry("reward")
 
 
 def register(name: str, *, requires: tuple[str, ...] = (), optional: tuple[str, ...] = (),
@@ -65,30 +64,22 @@ def register(name: str, *, requires: tuple[str, ...] = (), optional: tuple[str, 
     """Decorator: add a reward function to the registry under `name` (duplicates are a bug)."""
 
     def add(func: RewardFunc) -> RewardFunc:
-        if name in REWARDS:
-            first = REWARDS[name].func.__module__
-            raise ValueError(f"reward {name!r} is registered twice ({first} and {func.__module__})")
-        REWARDS[name] = RewardEntry(name, func, tuple(requires), tuple(optional), check)
+        REWARDS.add(name, RewardEntry(name, func, tuple(requires), tuple(optional), check))
         return func
 
     return add
 
 
 def closest(word: str, choices) -> str:
-    """" (did you mean 'x'?)" for the closest of `choices`, or "" when nothing is close."""
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    """" (did you mean 'x'?)" for the closest of `choices` (mlgrpo.registry's rule), or "" when none is close."""
+    match = did_you_mean(word, choices)
+    return f" (did you mean {match!r}?)" if match else ""
 
 
 def get_reward(name: str) -> RewardEntry:
     """The entry registered as `name`; a UserError naming the closest valid name otherwise."""
-    try:
-        return REWARDS[name]
-    except KeyError:
-        raise UserError(
-            f"unknown reward {name!r}{closest(name, REWARDS)}; valid rewards: {', '.join(sorted(REWARDS))}"
-        ) from None
+    return REWARDS.get(name)
 
 
 def reward_names() -> list[str]:
-    return sorted(REWARDS)
+    return list(REWARDS.names())

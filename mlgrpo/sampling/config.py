@@ -7,7 +7,6 @@ Knows nothing about datasets, models or MLflow.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 
@@ -43,9 +42,7 @@ class SamplerConfig:
         from mlgrpo.sampling.weights import WEIGHTS
 
         if self.name not in WEIGHTS:
-            close = difflib.get_close_matches(str(self.name), list(WEIGHTS), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UserError(f"sampler name {self.name!r} is unknown{hint}; choose one of {', '.join(WEIGHTS)}")
+            raise UserError(f"sampler name: {WEIGHTS.unknown_message(self.name)}")
         if not _is_number(self.alpha) or not math.isfinite(self.alpha) or self.alpha <= 0:
             raise UserError(
                 f"sampler alpha must be a number > 0, got {self.alpha!r}: shares are n_lang ** alpha, so "

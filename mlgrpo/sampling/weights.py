@@ -14,24 +14,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mlgrpo.errors import UserError
+from mlgrpo.registry import Registry
 
 if TYPE_CHECKING:
     from mlgrpo.sampling.config import SamplerConfig
 
 LanguageWeights = Callable[[Mapping[str, int], "SamplerConfig"], dict[str, float]]
-WEIGHTS: dict[str, LanguageWeights] = {}
+WEIGHTS: Registry[LanguageWeights] = Registry("language weighting")
 
 
 def register_weights(name: str) -> Callable[[LanguageWeights], LanguageWeights]:
     """Add a weighting to WEIGHTS under `name`; a second weighting with the same name is an error."""
 
-    def add(fn: LanguageWeights) -> LanguageWeights:
-        if name in WEIGHTS:
-            raise ValueError(f"language weighting {name!r} is already registered ({WEIGHTS[name].__qualname__})")
-        WEIGHTS[name] = fn
-        return fn
-
-    return add
+    return WEIGHTS.register(name)
 
 
 def _check_counts(counts: Mapping[str, int]) -> None:

@@ -14,7 +14,6 @@ import os
 import numpy as np
 import torch
 from torch import Tensor
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.guard import NONFINITE_STEPS
@@ -31,12 +30,11 @@ def complete_checkpoint(folder: str | os.PathLike) -> bool:
 
 
 class ResumableState:
-    """_save_checkpoint / _load_optimizer_and_scheduler of a MultilingualGRPOTrainer, with mlgrpo's state."""
+    """save_state / load_state of a MultilingualGRPOTrainer (trl_adapter: after HF saved or restored its
+    own), with mlgrpo's state."""
 
-    def _save_checkpoint(self, model, trial):
-        super()._save_checkpoint(model, trial)
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        os.makedirs(folder, exist_ok=True)  # every process writes its own file, as HF's RNG states
+    def save_state(self, folder: str) -> None:
+        super().save_state(folder)
         path = os.path.join(folder, EXTRA_STATE.format(rank=self.accelerator.process_index))
         torch.save(self._extra_state(), path + ".tmp")
         # Written last and atomically: its presence marks a finished checkpoint (see complete_checkpoint).
@@ -59,19 +57,15 @@ class ResumableState:
         sampler = None if self._language_sampler is None else self._language_sampler.state_dict()
         return {
             "processes": self.accelerator.num_processes,
-            "trl_step": self._step,
-            "buffered_inputs": self._buffered_inputs if self._step % generate_every else None,
+            "trl_step": self.micro_step,
+            "buffered_inputs": self.buffered_rollout if self.micro_step % generate_every else None,
             "sampler": None if sampler is None else {k: _to_torch(v) for k, v in sampler.items()},
             NONFINITE_STEPS: self._nonfinite_steps,
             "refill_batches": self._refill_position(),
         }
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        # HF calls this once when resuming, after building the data loader (so the sampler exists); TRL
-        # restores its own extra state here too.
-        super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
+    def load_state(self, checkpoint: str) -> None:
+        super().load_state(checkpoint)
         # The epoch HF resumes in: it skips to it without set_epoch.
         for sampler in (self._repeat_sampler, self._scheduled_sampler):
             if sampler is not None:
@@ -83,7 +77,7 @@ class ResumableState:
                         os.path.basename(path))
             return
         state = torch.load(path, weights_only=True, map_location="cpu")
-        self._step, self._nonfinite_steps = state["trl_step"], state[NONFINITE_STEPS]
+        self.micro_step, self._nonfinite_steps = state["trl_step"], state[NONFINITE_STEPS]
         self._seek_refill(state.get("refill_batches", 0))
         if state["processes"] != self.accelerator.num_processes:
             log.warning("checkpoint %s was written by %d processes, this run has %d: rollouts buffered at the "
@@ -91,7 +85,7 @@ class ResumableState:
                         self.accelerator.num_processes)
         elif state["buffered_inputs"] is not None:
             device = self.accelerator.device
-            self._buffered_inputs = [{k: v.to(device) if isinstance(v, Tensor) else v for k, v in batch.items()}
+            self.buffered_rollout = [{k: v.to(device) if isinstance(v, Tensor) else v for k, v in batch.items()}
                                      for batch in state["buffered_inputs"]]
         if self._language_sampler is not None:
             if state["sampler"] is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 
 from mlgrpo.algorithms import KL_ESTIMATORS, AdvantageConfig
 from mlgrpo.errors import UserError
+from mlgrpo.registry import unknown_message
 from mlgrpo.sampling.group_schedule import GroupSwitch
 
 VALUE_MODELS = ("separate", "head", "lora")
@@ -246,7 +247,7 @@ class AlgorithmConfig:
 
     def __post_init__(self) -> None:
         if self.name not in ALGORITHMS:
-            raise UserError(f"algorithm.name must be one of {', '.join(ALGORITHMS)}, got {self.name!r}")
+            raise UserError(f"algorithm.name: {unknown_message('algorithm', self.name, ALGORITHMS)}")
         per_token = self.advantage.spec.per_token
         if self.name == "ppo" and not per_token:
             raise UserError(

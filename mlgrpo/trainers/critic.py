@@ -44,15 +44,19 @@ class ValueModel(nn.Module):
 
 
 def completion_values(critic: nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, completion_ids: Tensor,
-                      completion_mask: Tensor) -> Tensor:
+                      completion_mask: Tensor, batch_size: int | None = None) -> Tensor:
     """(B, T) values of the states before each completion token (position P-1+t predicts token t).
 
     `critic` is a ValueModel or its distributed wrapper: calling the wrapper (not a method of the module
     under it) is what makes DistributedDataParallel average the critic's gradients over ranks.
+    batch_size: rows per forward (a rollout's values in micro-batch-sized chunks, as TRL computes its
+    old and reference log-probs, so that the activations of one forward never span the whole rollout);
+    None: one forward.
     """
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     mask = torch.cat([prompt_mask, completion_mask], dim=1)
-    values = critic(ids, mask)
+    step = batch_size or ids.size(0)
+    values = torch.cat([critic(ids[i : i + step], mask[i : i + step]) for i in range(0, ids.size(0), step)])
     p, t = prompt_ids.size(1), completion_ids.size(1)
     return values[:, p - 1 : p - 1 + t]
 

@@ -38,7 +38,7 @@ from trl.trainer.utils import RepeatSampler
 from mlgrpo.algorithms import GROUP_KEYS, constant_groups, select_groups
 from mlgrpo.errors import UserError
 from mlgrpo.sampling import LanguageSampler
-from mlgrpo.trainers.trl_hooks import completion_log_rows, drop_round_metrics, replace_completion_logs
+from mlgrpo.trainers.trl_adapter import completion_log_rows, drop_round_metrics, replace_completion_logs
 
 # The refill stream's seed is the run's plus this, so it does not replay the main order.
 REFILL_SEED_OFFSET = 104_729
@@ -85,7 +85,7 @@ class Round:
     output: dict  # TRL's batch of this process's rows
     rows: object  # the gathered BatchRows
     informative: Tensor  # (groups,) bool on the host, in the gathered order: the group is not constant
-    logs: dict  # TRL's completions-table rows of this batch (trl_hooks.completion_log_rows)
+    logs: dict  # TRL's completions-table rows of this batch (trl_adapter.completion_log_rows)
 
 
 class RefillingRollouts:
@@ -96,13 +96,12 @@ class RefillingRollouts:
 
     def _refill(self, inputs: list, output: dict, rows, generate) -> tuple[dict, object, dict, list]:
         """The rollout with constant groups replaced by fresh ones: (TRL's batch, its BatchRows, metrics,
-        the BatchRows of every batch generated). `generate` is TRL's _generate_and_score_completions."""
+        the BatchRows of every batch generated). `generate` is trl_rollout: (TRL's batch, its BatchRows)."""
         max_rounds, size = self.algorithm.dynamic_sampling.max_rounds, self.num_generations
         groups = len(rows.prompts) // size
         rounds = [self._scored_round(output, rows)]
         while len(rounds) <= max_rounds and int(sum(r.informative.sum() for r in rounds)) < groups:
-            fresh = generate(self._fresh_inputs(len(inputs)))
-            fresh_rows, self._rows = self._rows, None
+            fresh, fresh_rows = generate(self._fresh_inputs(len(inputs)))
             rounds.append(self._scored_round(fresh, fresh_rows))
         flags = torch.stack([r.informative for r in rounds])  # (R, groups)
         chosen = [(int(c) // groups, int(c) % groups) for c in select_groups(flags.reshape(-1), groups)]
@@ -118,7 +117,7 @@ class RefillingRollouts:
         return self._merged_batch(rounds, mine), self._merged_rows(rounds, picked, mine), metrics, [r.rows for r in rounds]
 
     def _scored_round(self, output: dict, rows) -> Round:
-        keys = self._group_keys(rows, "train")
+        keys = self._group_keys(rows, "train", output)
         advantage = self.algorithm.advantage
         ids = GROUP_KEYS.get(advantage.group_by)(keys, advantage.grouping)
         constant = constant_groups(self._combined_rewards(rows.rewards_per_func), ids,
@@ -156,7 +155,7 @@ class RefillingRollouts:
     def _merged_batch(self, rounds: list[Round], mine: list[tuple[int, int]]) -> dict:
         """TRL's batch of this process's share of the chosen rows: every round's batch gathered from all
         processes, padded to common widths, then the rows picked."""
-        accelerator, pad_id = self.accelerator, self._tokenizer.pad_token_id
+        accelerator, pad_id = self.accelerator, self.text_tokenizer.pad_token_id
         n = len(rounds[0].rows.prompts)
         index = torch.tensor([r * n + i for r, i in mine], dtype=torch.int64, device=accelerator.device)
         merged = {}

@@ -21,7 +21,8 @@ optimiser step whose loss or gradient is non-finite is skipped and counted (guar
 The KL to the reference and the update schedule come in through TRL's GRPOConfig (beta,
 steps_per_generation, num_iterations), built from KLConfig and UpdateSchedule (config.py); the trainer
 refuses a GRPOConfig that disagrees with its KLConfig, and TRL settings whose job mlgrpo's advantages do.
-TRL's private hooks are in trl_hooks.py. Knows nothing about MLflow or YAML files: metrics go through
+TRL's private hooks are routed to this class's public methods by trl_adapter.py (on_rewards, rollout, loss,
+train_sampler, save_state, load_state). Knows nothing about MLflow or YAML files: metrics go through
 TRL's log(), read by callbacks.
 """
 
@@ -30,17 +31,16 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
 
 import torch
 from accelerate.utils import gather_object
 from torch import Tensor
-from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
 from mlgrpo.algorithms import (
-    WEIGHTINGS, GroupKeys, InterGroupRows, compute_advantages, group_stats, inter_group_change,
+    WEIGHTINGS, GroupKeys, InterGroupRows, compute_advantages, group_stats,
 )  # fmt: skip
+from mlgrpo.algorithms.losses import inter_group_loss
 from mlgrpo.algorithms.reward_clip import ColumnBounds, clip_rewards
 from mlgrpo.errors import UserError
 from mlgrpo.rewards import helper as consistency_helper
@@ -52,13 +52,9 @@ from mlgrpo.trainers.dynamic import RefillingRollouts
 from mlgrpo.trainers.guard import NonfiniteStepGuard
 from mlgrpo.trainers.scheduled_groups import ScheduledGroups
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
-from mlgrpo.trainers.trl_hooks import EpochSeekingRepeatSampler, PolicyLogpsCapture, replace_advantage_logs
+from mlgrpo.trainers.rollout import INTER_GROUP_COLUMNS, ROW_COLUMN, BatchRows, RolloutAdvantages, prompt_text
+from mlgrpo.trainers.trl_adapter import EpochSeekingRepeatSampler, TRLAdapter, replace_advantage_logs
 
-# The inter-group regulariser's whole-group statistics, one column per InterGroupRows field, added to the
-# batch (TRL splits and shuffles every (B, ...) tensor of it into micro-batches).
-INTER_GROUP_COLUMNS = {"group_ids": "mlgrpo_ig_group", "centred_mean": "mlgrpo_ig_centred",
-                       "group_size": "mlgrpo_ig_size", "groups": "mlgrpo_ig_groups"}
-ROW_COLUMN = "mlgrpo_row"  # dataset row index, added when the sampler stratifies by earlier rewards
 # TRL settings whose job mlgrpo's advantages do: a non-default value would be ignored, so it is refused.
 REPLACED_TRL_SETTINGS = {
     "scale_rewards": ("group", "set AlgorithmConfig.advantage.std_scope (group, language, batch or none)"),
@@ -72,33 +68,7 @@ CONSISTENCY_TIMEOUT_S = 300.0
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class BatchRows:
-    """What the gathered batch knows about its rows (all processes, TRL's order)."""
-
-    prompts: list[str]
-    languages: list[str]
-    dataset_rows: list[int] | None  # dataset index of each row, when the sampler needs rewards per row
-    completion_lengths: list[int]
-    # Share of each of this process's completions in its row's language (None: no letters), being measured
-    # in the background; None on the generation batches that no log reads (see _consistency).
-    consistency: Future | None
-    rewards_per_func: Tensor  # (N, F) reward of each function (clipped where set), NaN where it returned None
-    clip_metrics: dict[str, Tensor]  # rewards/<name>/clipped_low ... of the functions with bounds
-
-
-@dataclass
-class RolloutAdvantages:
-    """What `_advantages` returns for one generation batch."""
-
-    local: Tensor  # (B,) or (B, T): this process's rows, as the loss reads them
-    per_row: Tensor  # (N,) one number per completion of the gathered batch (the mean over tokens for (N, T))
-    metrics: dict[str, Tensor]
-    regularizer_rows: InterGroupRows | None = None  # gathered; None when the inter-group regulariser is off
-
-
-class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCapture, RefillingRollouts, ScheduledGroups,
-                              GRPOTrainer):
+class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, RefillingRollouts, ScheduledGroups, TRLAdapter):
     """trl.GRPOTrainer with registry advantages, a language-aware sampler and per-language metrics.
 
     algorithm:        AlgorithmConfig (name "grpo"); the estimator and grouping come from its registry; with
@@ -113,6 +83,9 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
     group_schedule:   GroupSwitch entries (optimiser step -> group size) after GRPOConfig.num_generations, the
                       size of the first rollouts; each rollout draws its own size, as many completions
                       (sampling/group_schedule.py). Empty: num_generations throughout.
+    reference_model:  a frozen copy of the initial policy made by the caller (who also measures the
+                      evaluation's KL with it), used where the trainer needs one and TRL has none (PPO's
+                      KL in the reward), so that a run holds one copy; None: the trainer copies if needed.
     Every other argument is trl.GRPOTrainer's.
     """
 
@@ -126,6 +99,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         reward_clip=None,
         language_column: str = "language",
         group_schedule: tuple[GroupSwitch, ...] = (),
+        reference_model=None,
         **kwargs,
     ) -> None:
         self.algorithm = algorithm or AlgorithmConfig()
@@ -137,8 +111,8 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
                                for c in reward_clip or ()]
         self.language_column = language_column
         self.group_schedule = tuple(group_schedule)
+        self.reference_model = reference_model
         self._scheduled_sampler: ScheduledGroupSampler | None = None
-        self._rows: BatchRows | None = None
         self._language_sampler: LanguageSampler | None = None
         self._repeat_sampler: EpochSeekingRepeatSampler | None = None  # TRL's order, without a sampler config
         self._last_generation: float | None = None
@@ -197,11 +171,11 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
                 f"num_generations = {self.num_generations}: a prompt's group would be split across processes"
             )
 
-    def _get_train_sampler(self, dataset=None):
+    def train_sampler(self, dataset=None):
         if self.group_schedule:
             return self._scheduled_train_sampler(self.train_dataset if dataset is None else dataset)
         if self.sampler_config is None:
-            trl_sampler = super()._get_train_sampler(dataset)
+            trl_sampler = self.trl_train_sampler(dataset)
             if type(trl_sampler) is not RepeatSampler:
                 return trl_sampler
             self._repeat_sampler = EpochSeekingRepeatSampler(
@@ -221,11 +195,11 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
 
     # ---- rewards and advantages -------------------------------------------------------------------
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+    def on_rewards(self, inputs, prompts, completions, completion_ids_list,
+                   rewards_per_func: Tensor) -> tuple[Tensor, BatchRows]:
         rewards_per_func, clip_metrics = self._clip_rewards(rewards_per_func)  # TRL's reward logs see these too
-        self._rows = BatchRows(
-            prompts=gather_object([_prompt_text(p) for p in prompts]),
+        rows = BatchRows(
+            prompts=gather_object([prompt_text(p) for p in prompts]),
             languages=gather_object([str(x.get(self.language_column) or "und") for x in inputs]),
             dataset_rows=gather_object([int(x[ROW_COLUMN]) for x in inputs]) if ROW_COLUMN in inputs[0] else None,
             completion_lengths=gather_object([len(ids) for ids in completion_ids_list]),
@@ -233,7 +207,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
             rewards_per_func=rewards_per_func,
             clip_metrics=clip_metrics,
         )
-        return rewards_per_func
+        return rewards_per_func, rows
 
     def _clip_rewards(self, rewards_per_func: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         """The gathered (N, F) rewards with each function's bounds applied, and what was clipped; unchanged
@@ -253,40 +227,29 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
                                 f"rewards/{name}/clipped_high": out.clipped_high[f]})
         return out.rewards, metrics
 
-    def _consistency(self, prompts, completions, inputs) -> Future | None:
+    def _consistency(self, prompts, completions, inputs) -> Future:
         """Language consistency of each completion (DeepSeek-R1's language-consistency measure), logged
-        per language whether or not it is also a reward, or None on batches no log reads.
+        per language whether or not it is also a reward.
 
-        Measured on the generation batches of logging steps only (the batches in between would only be
-        averaged into the logged value), and in a helper process (rewards/helper.py): it costs language ID
-        per segment (~15 ms for 64 short completions in 50 languages on one CPU core, bench/bench_load.py),
-        which the helper spends while the step goes on. `log` collects the result, so the value still
-        lands in its step's log."""
-        if not self._is_logging_step():
-            return None
+        Measured on every generation batch, so that each log that averages a window's rewards averages the
+        same rollouts' consistency (issue 25: measured on the batches generated at a logging step only, it
+        reached 13 of the quickstart's 50 reward logs, rollouts and logs being 4 and 5 steps apart). In a
+        helper process (rewards/helper.py): it costs language ID per segment (~15 ms for 64 short
+        completions in 50 languages on one CPU core, bench/bench_load.py), which the helper spends while
+        the step goes on. `log` collects the result, so the value lands in its window's log."""
         languages = [x.get(self.language_column) for x in inputs]
         return consistency_helper.service().measure(prompts, completions, languages, self._candidates or None)
 
-    def _is_logging_step(self) -> bool:
-        """True when the step being generated for ends a logging window (TRL logs every logging_steps)."""
-        every = self.args.logging_steps
-        if not every or every <= 0:
-            return True
-        every = int(every) if every >= 1 else max(1, int(every * max(1, self.state.max_steps)))
-        return (self.state.global_step + 1) % every == 0 or self.state.global_step == 0
-
-    def _generate_and_score_completions(self, inputs):
+    def rollout(self, inputs):
         # Throughput is end to end: completions per wall second since the previous generation, which
         # covers generation, scoring and the optimiser steps in between (the first call: generation only).
         started = self._last_generation or time.perf_counter()
-        output = super()._generate_and_score_completions(inputs)
+        output, rows = self.trl_rollout(inputs)
         mode = "train" if self.model.training else "eval"
-        rows, self._rows = self._rows, None
         generated, dynamic_metrics = [rows], {}
         if mode == "train" and self.algorithm.dynamic_sampling.enabled:  # constant groups out, fresh ones in
-            output, rows, dynamic_metrics, generated = self._refill(inputs, output, rows,
-                                                                    super()._generate_and_score_completions)
-        keys = self._group_keys(rows, mode)
+            output, rows, dynamic_metrics, generated = self._refill(inputs, output, rows, self.trl_rollout)
+        keys = self._group_keys(rows, mode, output)
         local = slice(self.accelerator.process_index * len(inputs), (self.accelerator.process_index + 1) * len(inputs))
         rewards = self._combined_rewards(rows.rewards_per_func)
         result = self._advantages(rewards, keys, output, local)
@@ -322,13 +285,15 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         indices = torch.tensor(rows.dataset_rows)[finite]
         self._language_sampler.update_rewards(indices.numpy(), host[finite].numpy())
 
-    def _group_keys(self, rows: BatchRows, mode: str) -> GroupKeys:
+    def _group_keys(self, rows: BatchRows, mode: str, output: dict) -> GroupKeys:
+        """The gathered rows' keys; `output` is TRL's batch of this process's rows (prompt tokens)."""
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         return GroupKeys.from_rows(
             rows.prompts,
             rows.languages,
             group_size=group_size,
-            lengths=rows.completion_lengths,
+            lengths=self.accelerator.gather(output["prompt_mask"].sum(1)).tolist(),
+            completion_lengths=rows.completion_lengths,
             device=self.accelerator.device,
         )
 
@@ -355,7 +320,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
         metrics = per_language(scalar, keys.lang_ids, keys.languages, "reward")
         for i, name in enumerate(self.reward_func_names):
             metrics.update(per_language(rows.rewards_per_func[:, i], keys.lang_ids, keys.languages, f"rewards/{name}"))
-        lengths = keys.lengths.to(scalar.dtype) if keys.lengths is not None else None
+        lengths = keys.completion_lengths.to(scalar.dtype) if keys.completion_lengths is not None else None
         if lengths is not None:
             metrics.update(per_language(lengths, keys.lang_ids, keys.languages, "completion_length"))
         metrics.update(language_counts(keys.lang_ids, keys.languages))
@@ -385,7 +350,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
             values = gather_object(local)
             consistency = torch.tensor([float("nan") if c is None else c for c in values], device=lang_ids.device)
             for name, value in to_floats(per_language(consistency, lang_ids, languages, "language_consistency")).items():
-                self._metrics[mode][name].append(value)
+                self.record_metric(mode, name, value)
 
     def _record(self, mode: str, metrics: dict[str, Tensor], rows: BatchRows, seconds: float) -> None:
         values = to_floats(metrics)
@@ -404,40 +369,27 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, PolicyLogpsCap
             for lang, count in sampler.language_counts().items():
                 values[f"sampler/drawn/{lang}"] = float(count)
         for name, value in values.items():
-            self._metrics[mode][name].append(value)
+            self.record_metric(mode, name, value)
 
     # ---- loss ---------------------------------------------------------------------------------------
 
-    def _compute_loss(self, model, inputs):
+    def loss(self, model, inputs):
         coef = self.algorithm.advantage.inter_group_coef
         if coef == 0 or INTER_GROUP_COLUMNS["group_ids"] not in inputs or not self.model.training:
-            return super()._compute_loss(model, inputs)
+            return self.trl_loss(model, inputs)
         with self.capturing_policy_logps() as found:
-            loss = super()._compute_loss(model, inputs)
-        return loss + coef * self._inter_group_term(found[-1], inputs)
+            loss = self.trl_loss(model, inputs)
+        return loss + self._inter_group_term(found[-1], inputs, coef)
 
-    def _inter_group_term(self, logps: Tensor, inputs: dict) -> Tensor:
-        """This micro-batch's share of the inter-group regulariser (shaping.inter_group_change), from the
-        log-probs TRL's loss computed. Its rows' ratio is the sequence-level pi / pi_old; the groups are the
-        rollout's whole groups. Summed over a rollout's micro-batches its gradient is the regulariser's, so
-        each optimiser step carries minibatches-per-rollout times its own rows' share (an unbiased estimate),
-        and DDP's mean over processes is undone by multiplying by their number."""
+    def _inter_group_term(self, logps: Tensor, inputs: dict, coef: float) -> Tensor:
+        """This micro-batch's share of the inter-group regulariser (losses.inter_group_loss), from the
+        log-probs TRL's loss computed, over the rollout's whole groups. Each optimiser step carries
+        minibatches-per-rollout times its rows' share (an unbiased estimate), and DDP's mean over processes
+        is undone by multiplying by their number."""
         mask = inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
         old = inputs.get("old_per_token_logps")
-        old = logps.detach() if old is None else old
-        ratio = torch.exp(((logps - old) * mask).sum(-1) / mask.sum(-1).clamp(min=1))
-        advantages = inputs["advantages"]
         rows = InterGroupRows(**{field: inputs[column] for field, column in INTER_GROUP_COLUMNS.items()})
-        share = inter_group_change(advantages if advantages.dim() == 1 else advantages.mean(-1), ratio, rows)
         minibatches = self.args.steps_per_generation / self.args.gradient_accumulation_steps
-        return share * minibatches * self.accelerator.num_processes
-
-def _prompt_text(prompt) -> str:
-    """A prompt as text for hashing and grouping: plain text, or the last user message of a conversation."""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):
-        content = prompt[-1].get("content", "")
-        return content if isinstance(content, str) else str(content)
-    return str(prompt)
-
+        loss, _ = inter_group_loss(logps, logps.detach() if old is None else old, mask, inputs["advantages"], rows,
+                                   coef, minibatches * self.accelerator.num_processes)
+        return loss

@@ -24,16 +24,17 @@ import os
 import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl.trainer.utils import add_fused_lm_head
 
-from mlgrpo.algorithms import KL_ESTIMATORS, GroupKeys, compute_advantages, kl_penalty, token_rewards
-from mlgrpo.algorithms.losses import clipped_value_loss, explained_variance, masked_mean
+from mlgrpo.algorithms import GroupKeys, compute_advantages, kl_penalty, per_completion_advantage, token_rewards
+from mlgrpo.algorithms.losses import explained_variance, masked_mean, value_loss
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.critic import (
     base_model, build_value_model, completion_values, critic_forward, critic_optimizer_step, is_critic_tensor,
     trainable_critic_parameters,
 )  # fmt: skip
-from mlgrpo.trainers.grpo import MultilingualGRPOTrainer, RolloutAdvantages
+from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
+from mlgrpo.trainers.rollout import RolloutAdvantages
 
 CRITIC_WEIGHTS = "critic.safetensors"
 CRITIC_OPTIMIZER = "critic_optimizer.pt"
@@ -67,11 +68,15 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     def _reference_for_kl(self, policy):
         """The frozen initial policy for the per-token KL penalty (TRL's ref model when it has one; with
-        PEFT, the base model with adapters disabled)."""
+        PEFT, the base model with adapters disabled; else the caller's reference_model, or a copy)."""
         if self.ref_model is not None:
             return self.ref_model
         if base_model(policy) is not policy:
             return "disable_adapters"
+        if self.reference_model is not None:  # TRL's log-prob pass calls it with its fused LM head, as its ref model
+            reference = self.reference_model.to(self.accelerator.device)
+            add_fused_lm_head(reference, temperature=self.temperature, cast_lm_head_to_fp32=self.args.cast_lm_head_to_fp32)
+            return reference
         reference = copy.deepcopy(policy).eval()
         for param in reference.parameters():
             param.requires_grad_(False)
@@ -84,14 +89,14 @@ class PPOTrainer(MultilingualGRPOTrainer):
         with torch.no_grad(), self._critic_forward():
             values = completion_values(
                 self.critic, output["prompt_ids"], output["prompt_mask"], output["completion_ids"],
-                output["completion_mask"],
+                output["completion_mask"], self._forward_rows(),
             ).float() * mask
         rewards_t = token_rewards(rewards[local].to(torch.float32), mask)
-        kl = None
+        kl_metrics = {}
         if self._kl_reference is not None:
             logps, ref_logps = self._policy_and_reference_logps(output)
-            kl = KL_ESTIMATORS.get(self.kl.estimator)(logps, ref_logps) * mask
-            rewards_t = rewards_t - kl_penalty(logps, ref_logps, mask, self.kl.coef, self.kl.estimator)
+            penalty, kl_metrics = kl_penalty(logps, ref_logps, mask, self.kl.coef, self.kl.estimator)
+            rewards_t = rewards_t - penalty
         # One GAE pass over the gathered batch, so several processes give the advantages of one.
         g_rewards, g_values, g_mask = (self._gather_padded(x) for x in (rewards_t, values, mask))
         result = compute_advantages(g_rewards, keys, self.algorithm.advantage, values=g_values, mask=g_mask,
@@ -105,26 +110,29 @@ class PPOTrainer(MultilingualGRPOTrainer):
         metrics["ppo/value_mean"] = masked_mean(values, scored)
         metrics["ppo/returns_mean"] = masked_mean(output["returns"], scored)
         metrics["ppo/explained_variance"] = explained_variance(values, output["returns"], scored)
-        if kl is not None:
-            metrics["ppo/kl_penalty"] = self.kl.coef * masked_mean(kl, mask)  # subtracted per token, on average
-            metrics["kl"] = masked_mean(kl, mask)  # TRL's name for the KL it logs when the KL is in its loss
-        per_row = (result.advantages * result.mask).sum(1) / result.mask.sum(1).clamp(min=1.0)
+        metrics.update(kl_metrics)  # kl (TRL's name for the KL it logs when the KL is in its loss), ppo/kl_penalty
+        per_row = per_completion_advantage(result.advantages, result.mask)
         return RolloutAdvantages(result.advantages[local, :width], per_row, metrics)
 
     def _policy_and_reference_logps(self, output: dict) -> tuple[Tensor, Tensor]:
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
         attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
-        width = output["completion_ids"].size(1)
+        width, rows = output["completion_ids"].size(1), self._forward_rows()
         with torch.no_grad():
             logps = output.get("old_per_token_logps")
             if logps is None:
-                logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, width)
+                logps = self.token_logps(self.model, ids, attention, width, rows)
             if self._kl_reference == "disable_adapters":
                 with self.accelerator.unwrap_model(self.model).disable_adapter():
-                    ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, width)
+                    ref = self.token_logps(self.model, ids, attention, width, rows)
             else:
-                ref, _, _ = self._get_per_token_logps_and_entropies(self._kl_reference, ids, attention, width)
+                ref = self.token_logps(self._kl_reference, ids, attention, width, rows)
         return logps.float(), ref.float()
+
+    def _forward_rows(self) -> int:
+        """Rows per forward over a rollout without gradient: a micro-batch, as TRL's own log-prob passes."""
+        training = self.model.training
+        return self.args.per_device_train_batch_size if training else self.args.per_device_eval_batch_size
 
     def _gather_padded(self, x: Tensor) -> Tensor:
         if self.accelerator.num_processes == 1:
@@ -133,8 +141,8 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     # ---- the critic's update ----------------------------------------------------------------------
 
-    def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
+    def loss(self, model, inputs):
+        loss = super().loss(model, inputs)
         if self.model.training and "returns" in inputs:
             self._critic_backward(inputs)
         return loss
@@ -150,12 +158,12 @@ class PPOTrainer(MultilingualGRPOTrainer):
                 self.critic, inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"],
                 inputs["completion_mask"],
             ).float()
-            out = clipped_value_loss(values, inputs["old_values"], inputs["returns"], mask,
-                                     self.algorithm.ppo.cliprange_value)
+            loss, metrics = value_loss(values, inputs["old_values"], inputs["returns"], mask,
+                                       self.algorithm.ppo.cliprange_value)
             scale = self.algorithm.ppo.vf_coef if self.algorithm.ppo.value_model == "head" else 1.0
-            self.accelerator.backward(scale * out.loss / self.current_gradient_accumulation_steps)
-        self._metrics["train"]["ppo/value_loss"].append(self.accelerator.gather(out.loss.detach()).mean().item())
-        self._metrics["train"]["ppo/value_clipfrac"].append(self.accelerator.gather(out.clipfrac).mean().item())
+            self.accelerator.backward(scale * loss / self.current_gradient_accumulation_steps)
+        for name, value in metrics.items():  # ppo/value_loss, ppo/value_clipfrac
+            self.record_metric("train", name, self.accelerator.gather(value).mean().item())
 
     def training_step(self, model, inputs, num_items_in_batch):
         loss = super().training_step(model, inputs, num_items_in_batch)
@@ -163,7 +171,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
             if not self._update_skipped:  # a non-finite loss or gradient skips the critic's step with the policy's
                 norm = critic_optimizer_step(self.critic_optimizer, self._critic_params, self.algorithm.ppo.max_grad_norm,
                                              self.accelerator.scaler)
-                self._metrics["train"]["ppo/critic_grad_norm"].append(float(norm))
+                self.record_metric("train", "ppo/critic_grad_norm", float(norm))
             self.critic_optimizer.zero_grad(set_to_none=True)
             self._hold_policy_in_warmup()
         return loss
@@ -173,7 +181,7 @@ class PPOTrainer(MultilingualGRPOTrainer):
         parameters without a gradient) leaves the policy as it is. With value_model "head" the shared
         backbone is the policy's, so only the head learns then."""
         frozen = self.state.global_step < self.algorithm.ppo.warmup_steps
-        self._metrics["train"]["ppo/policy_frozen"].append(float(frozen))
+        self.record_metric("train", "ppo/policy_frozen", float(frozen))
         if frozen:
             owned = {id(p) for p in self._critic_params}
             for param in self.model.parameters():
@@ -186,23 +194,19 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     # ---- checkpoints --------------------------------------------------------------------------------
 
-    def _save_checkpoint(self, model, trial):
+    def save_state(self, folder: str) -> None:
         # The critic first: the base class writes mlgrpo's state file last, and a checkpoint without that
         # file is an unfinished one (a run killed while saving), which resuming passes over.
         if self.args.should_save:
-            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-            os.makedirs(folder, exist_ok=True)
             critic = self.accelerator.unwrap_model(self.critic)
             mode = self.algorithm.ppo.value_model
             state = {k: v.contiguous() for k, v in critic.state_dict().items() if is_critic_tensor(critic, k, mode)}
             save_file(state, os.path.join(folder, CRITIC_WEIGHTS))
             torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER))
-        super()._save_checkpoint(model, trial)
+        super().save_state(folder)
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
+    def load_state(self, checkpoint: str) -> None:
+        super().load_state(checkpoint)
         weights = os.path.join(checkpoint, CRITIC_WEIGHTS)
         if not os.path.exists(weights):
             raise UserError(f"checkpoint {checkpoint} has no {CRITIC_WEIGHTS}: it was not written by PPOTrainer")

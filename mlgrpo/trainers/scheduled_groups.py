@@ -3,7 +3,7 @@
     optimiser step -> its rollout (step // steps_per_rollout) -> G of that rollout (sampling/group_schedule.py)
       -> the sampler: the rollout's indices, generation_batch_size / G prompts each G times (ScheduledGroupSampler)
       -> _prepare_inputs: trainer.num_generations = G before TRL generates and groups the rollout
-         (trl_hooks.set_group_size: TRL reads the attribute afresh at each generation)
+         (trl_adapter.set_group_size: TRL reads the attribute afresh at each generation)
       -> mlgrpo's group keys (_group_keys) and TRL's reward_std read the same attribute
 
 A rollout's G is a pure function of its index and its prompts of the prompt stream, so a resumed run reads
@@ -21,7 +21,7 @@ from mlgrpo.errors import UserError
 from mlgrpo.sampling import LanguageSampler
 from mlgrpo.sampling.group_schedule import ScheduledGroupSampler, check_schedule, group_size_at
 from mlgrpo.trainers.config import group_schedule_conflict
-from mlgrpo.trainers.trl_hooks import set_group_size
+from mlgrpo.trainers.trl_adapter import set_group_size
 
 
 class ScheduledGroups:
@@ -57,11 +57,12 @@ class ScheduledGroups:
     def group_size_of_rollout(self, rollout: int) -> int:
         return group_size_at(self.group_schedule, self.args.num_generations, rollout, self.steps_per_rollout)
 
-    def _prepare_inputs(self, generation_batch):
-        # The one place the group size changes: before TRL reads it for the rollout of this step.
-        if self.group_schedule and self.model.training:
+    def training_step(self, model, inputs, num_items_in_batch):
+        # The one place the group size changes: before TRL's training_step generates this step's rollout
+        # (in _prepare_inputs), which reads it.
+        if self.group_schedule:
             set_group_size(self, self.group_size_of_rollout(self.state.global_step // self.steps_per_rollout))
-        return super()._prepare_inputs(generation_batch)
+        return super().training_step(model, inputs, num_items_in_batch)
 
     def _scheduled_train_sampler(self, dataset) -> ScheduledGroupSampler:
         """Each rollout laid out with its own group size, the prompts from the run's prompt stream: the

@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 from transformers import TrainerCallback
 
+from mlgrpo.algorithms.losses import sft_cross_entropy
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.checkpoints import EXTRA_STATE
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
@@ -98,23 +99,23 @@ class SupervisedTrainer(MultilingualGRPOTrainer):
 
     # ---- the batch: the records' answers instead of sampled completions ------------------------------
 
-    def _generate_and_score_completions(self, inputs):
+    def rollout(self, inputs):
         started = time.perf_counter()
         offset = self.accelerator.process_index * len(inputs)  # the copy index is the global position mod G
         targets = [supervised_target(row, (offset + i) % self.num_generations, self.algorithm.sft.target)
                    for i, row in enumerate(inputs)]
-        prompt_ids, _, _ = self._tokenize_prompts([row["prompt"] for row in inputs])
+        prompt_ids = self.prompt_token_ids([row["prompt"] for row in inputs])
         completion_ids = self._target_ids([row["prompt"] for row in inputs], targets)
         device = self.accelerator.device
-        prompt, prompt_mask = _pad([torch.tensor(ids) for ids in prompt_ids], self._tokenizer.pad_token_id, "left")
-        completion, completion_mask = _pad([torch.tensor(ids) for ids in completion_ids], self._tokenizer.pad_token_id,
-                                           "right")
+        pad_id = self.text_tokenizer.pad_token_id
+        prompt, prompt_mask = _pad([torch.tensor(ids) for ids in prompt_ids], pad_id, "left")
+        completion, completion_mask = _pad([torch.tensor(ids) for ids in completion_ids], pad_id, "right")
         languages = [str(row.get(self.language_column) or "und") for row in inputs]
         lang_ids = torch.tensor([self._languages.index(x) if x in self._languages else 0 for x in languages])
         mode = "train" if self.model.training else "eval"
         lengths = completion_mask.sum(1).float()
-        self._metrics[mode]["sft/target_tokens"].append(self.accelerator.gather(lengths).mean().item())
-        self._metrics[mode]["system/samples_per_sec"].append(len(inputs) / max(time.perf_counter() - started, 1e-9))
+        self.record_metric(mode, "sft/target_tokens", self.accelerator.gather(lengths).mean().item())
+        self.record_metric(mode, "system/samples_per_sec", len(inputs) / max(time.perf_counter() - started, 1e-9))
         return {"prompt_ids": prompt.to(device), "prompt_mask": prompt_mask.to(device),
                 "completion_ids": completion.to(device), "completion_mask": completion_mask.to(device),
                 LANG_COLUMN: lang_ids.to(device)}
@@ -126,26 +127,24 @@ class SupervisedTrainer(MultilingualGRPOTrainer):
 
         texts = [completion_for(prompt, target) for prompt, target in zip(prompts, targets, strict=True)]
         ids = self.processing_class(text=texts, add_special_tokens=False)["input_ids"]
-        eos = [] if self._tokenizer.eos_token_id is None else [self._tokenizer.eos_token_id]
+        eos_id = self.text_tokenizer.eos_token_id
+        eos = [] if eos_id is None else [eos_id]
         return [(row + eos)[: self.max_completion_length] for row in ids]
 
     # ---- the loss: cross-entropy of the target tokens ----------------------------------------------
 
-    def _compute_loss(self, model, inputs):
+    def loss(self, model, inputs):
         ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        width, mask = inputs["completion_ids"].size(1), inputs["completion_mask"].float()
+        width = inputs["completion_ids"].size(1)
         logits = model(input_ids=ids, attention_mask=attention).logits[:, -width - 1:-1].float()
-        targets = inputs["completion_ids"]  # fused: no second (tokens, vocab) log-probability tensor
-        nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view_as(targets)
-        loss = (nll * mask).sum() / mask.sum().clamp(min=1.0)  # token mean over the micro-batch
+        loss, metrics = sft_cross_entropy(logits, inputs["completion_ids"], inputs["completion_mask"].float())
         mode = "train" if self.model.training else "eval"
-        per_row = (nll * mask).sum(1).detach() / mask.sum(1).clamp(min=1.0)
-        gathered, lang_ids = self.accelerator.gather(per_row), self.accelerator.gather(inputs[LANG_COLUMN])
-        self._metrics[mode]["sft/nll"].append(gathered.mean().item())
+        gathered, lang_ids = self.accelerator.gather(metrics["sft/nll_rows"]), self.accelerator.gather(inputs[LANG_COLUMN])
+        self.record_metric(mode, "sft/nll", gathered.mean().item())
         for name, value in to_floats(per_language(gathered, lang_ids, self._languages, "sft/nll")).items():
             if "_std/" not in name and math.isfinite(value):  # a language without rows here has no mean
-                self._metrics[mode][name].append(value)
+                self.record_metric(mode, name, value)
         scale = self.current_gradient_accumulation_steps if mode == "train" else 1.0
         return loss / scale
 
@@ -154,10 +153,10 @@ class SupervisedTrainer(MultilingualGRPOTrainer):
     def _extra_state(self) -> dict:
         return {**super()._extra_state(), SECONDS: self.seconds_used()}
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
-        path = None if checkpoint is None else os.path.join(checkpoint, EXTRA_STATE.format(rank=self.accelerator.process_index))
-        if path is not None and os.path.exists(path):
+    def load_state(self, checkpoint: str) -> None:
+        super().load_state(checkpoint)
+        path = os.path.join(checkpoint, EXTRA_STATE.format(rank=self.accelerator.process_index))
+        if os.path.exists(path):
             self._seconds_carried = float(torch.load(path, weights_only=True, map_location="cpu").get(SECONDS, 0.0))
 
 

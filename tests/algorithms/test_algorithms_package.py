@@ -26,7 +26,7 @@ def test_registry_rejects_duplicates_and_suggests_the_closest_name():
     reg.add("beta", 2)
     with pytest.raises(ValueError, match="widget 'alpha' is already registered"):
         reg.add("alpha", 3)
-    with pytest.raises(UserError, match="unknown widget 'alpah': did you mean 'alpha'\\? valid names are alpha, beta"):
+    with pytest.raises(UserError, match="unknown widget 'alpah' \\(did you mean 'alpha'\\?\\); valid widgets: alpha, beta"):
         reg.get("alpah")
     with pytest.raises(UserError) as info:
         reg.get("zzz")

@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from mlgrpo.algorithms import AdvantageConfig, GroupKeys, compute_advantages
+from mlgrpo.algorithms import AdvantageConfig, GroupKeys, compute_advantages, per_completion_advantage
 from mlgrpo.errors import UserError
 
 NAN, INF = float("nan"), float("inf")
@@ -19,13 +19,15 @@ def make_batch(seed: int, languages=LANGS, prompts: int = 12, g: int = 6) -> tup
     rows = [(f"{lang}-{p}", lang) for p in range(prompts) for lang in [rng.choice(languages)] for _ in range(g)]
     scores = [rng.choice([0.0, 1.0]) if rng.random() < 0.5 else rng.random() for _ in rows]  # pass/fail or graded
     rewards = torch.tensor(scores, dtype=torch.float64)
-    keys = GroupKeys.from_rows([p for p, _ in rows], [lang for _, lang in rows], lengths=[len(p) * 7 for p, _ in rows])
+    keys = GroupKeys.from_rows([p for p, _ in rows], [lang for _, lang in rows], lengths=[len(p) * 7 for p, _ in rows],
+                               completion_lengths=[len(p) * 3 for p, _ in rows])
     return rewards, keys
 
 
 def permuted(keys: GroupKeys, perm: torch.Tensor) -> GroupKeys:
     k = keys
-    return GroupKeys(k.prompt_ids[perm], k.lang_ids[perm], k.languages, k.prompt_hashes[perm], k.lengths[perm])
+    return GroupKeys(k.prompt_ids[perm], k.lang_ids[perm], k.languages, k.prompt_hashes[perm], k.lengths[perm],
+                     k.completion_lengths[perm])
 
 
 def test_with_one_language_language_scoped_grpo_is_plain_grpo():
@@ -136,6 +138,21 @@ def test_gae_through_the_entry_point():
         compute_advantages(rewards, keys, AdvantageConfig(estimator="gae"))
 
 
+def test_gae_metrics_use_the_per_completion_advantage_of_the_completions_table():
+    # Issue 25: adv/* summed a completion's token advantages while the completions table took their mean.
+    # The advantages above are [[0.5, 0.5, 0.5], [1.5, 1.5, pad]]: per completion 0.5 and 1.5 (not 1.5 and 3).
+    rewards = torch.tensor([[0.0, 0.0, 1.0], [0.0, 2.0, 0.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    keys = GroupKeys.from_rows(["p", "q"], ["en", "en"])
+    cfg = AdvantageConfig(estimator="gae", gamma=1.0, lam=1.0)
+    result = compute_advantages(rewards, keys, cfg, values=torch.full((2, 3), 0.5), mask=mask)
+    assert per_completion_advantage(result.advantages, result.mask).tolist() == [0.5, 1.5]
+    assert result.metrics["adv/mean"].item() == pytest.approx(1.0)
+    assert result.metrics["adv/abs_mean"].item() == pytest.approx(1.0)
+    assert result.metrics["adv/std"].item() == pytest.approx(0.5)
+    assert result.metrics["adv/mean/en"].item() == pytest.approx(1.0)
+
+
 def test_shape_errors_say_what_to_do():
     rewards, keys = make_batch(5)
     with pytest.raises(UserError, match="objective_weights"):
@@ -162,7 +179,7 @@ def test_entry_point_never_reads_values_back_on_an_accelerator(cfg):
     # indexing) raises. Advantages and every metric stay on the device until the trainer logs them.
     n, t = 64, 5
     ids = lambda: torch.empty(n, dtype=torch.long, device="meta")  # noqa: E731
-    keys = GroupKeys(ids(), ids(), ("en", "zh"), prompt_hashes=ids(), lengths=ids())
+    keys = GroupKeys(ids(), ids(), ("en", "zh"), prompt_hashes=ids(), lengths=ids(), completion_lengths=ids())
     shape = (n, t) if cfg.spec.per_token else (n, 2) if cfg.objective_weights else (n,)
     per_token = {"values": torch.empty(n, t, device="meta"), "mask": torch.empty(n, t, device="meta")}
     result = compute_advantages(torch.empty(shape, device="meta"), keys, cfg, step=1, total_steps=10,

@@ -50,7 +50,9 @@ def test_k3_is_trls_per_token_kl():
 
 def test_kl_penalty_and_returns_by_hand():
     # k1 per token: row 0 [0.5, -1, 0.2], row 1 [0.1, 0.3, (padding)]; coef 0.1
-    penalty = kl_penalty(LOGPS, REF, MASK, 0.1, "k1")
+    penalty, metrics = kl_penalty(LOGPS, REF, MASK, 0.1, "k1")
+    assert metrics["kl"].item() == pytest.approx((0.5 - 1 + 0.2 + 0.1 + 0.3) / 5)  # one estimate, five tokens
+    assert metrics["ppo/kl_penalty"].item() == pytest.approx(0.1 * metrics["kl"].item())
     close(penalty, [[0.05, -0.1, 0.02], [0.01, 0.03, 0.0]])
     rewards = token_rewards(torch.tensor([1.0, 0.5], dtype=torch.float64), MASK) - penalty
     # row 0: [-0.05, 0.1, 0.98]; row 1: [-0.01, 0.47, 0]

@@ -256,7 +256,7 @@ def test_registry_rejects_a_duplicate_name():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(name="numbrs"), r"unknown suite 'numbrs' \(did you mean 'numbers'\?\); valid: numbers, dates"),
+        (dict(name="numbrs"), r"unknown suite 'numbrs' \(did you mean 'numbers'\?\); valid suites: countries, dates, gsm, numbers"),
         (dict(name="ui", languages=["en"]), r"unknown language 'en' for suite 'ui'; valid: de, "),
         (dict(name="numbers", languages=["ko", "jp"]), r"'jp' for suite 'numbers' \(did you mean 'ja'\?\)"),
         (dict(name="dates", languages=["zh-Hans"]), r"'zh-Hans' for suite 'dates' \(did you mean 'zh'\?\)"),

@@ -31,7 +31,7 @@ def test_typo_names_file_line_key_and_the_closest_valid_key(load_error):
     ("  loss_type: dapo", "  seed: 3", "seed: 3", "training.seed", "seed is set by the platform"),
     ("  loss_type: dapo", "  beta: 0.04", "beta: 0.04", "training.beta", "the KL to the reference is the kl section"),
     ("  minibatches: 4 ", "  minibatches: 0 ", "minibatches: 0", "update.minibatches", "must be a whole number >= 1"),
-    ("  estimator: k3 ", "  estimator: k4 ", "estimator: k4", "kl.estimator", "unknown KL estimator 'k4': did you mean"),
+    ("  estimator: k3 ", "  estimator: k4 ", "estimator: k4", "kl.estimator", "unknown KL estimator 'k4' (did you mean"),
     ("seeds: [0, 1]", "seeds: 0", "seeds:", "seeds", "expected a list of integers, got 0"),
     ('policy: "tiny:', 'policy: !!python/object:os.system "tiny:', "policy", "model.policy", "tag !!python/object"),
     ("  per_language: 50 ", "  per_language: 500 ", "per_language: 500", "evaluation.per_language",

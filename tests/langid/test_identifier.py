@@ -100,7 +100,7 @@ def test_module_level_identify_narrows_with_candidates():
 
 
 def test_unknown_backend_names_the_closest_one():
-    with pytest.raises(UserError, match="unknown language-ID backend 'fastext': did you mean 'fasttext'.*langdetect"):
+    with pytest.raises(UserError, match="unknown language-ID backend 'fastext' \\(did you mean 'fasttext'.*langdetect"):
         LanguageIdentifier(backend="fastext")
 
 

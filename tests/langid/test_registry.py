@@ -18,9 +18,9 @@ def test_a_second_backend_with_a_taken_name_is_refused():
 
 
 def test_unknown_names_get_the_closest_valid_one():
-    with pytest.raises(UserError, match="'langdetct': did you mean 'langdetect'\\? valid backends: default, fasttext"):
+    with pytest.raises(UserError, match="'langdetct' \\(did you mean 'langdetect'\\?\\); valid backends: default, fasttext"):
         get_backend("langdetct")
-    with pytest.raises(UserError, match="'zzz': valid backends"):
+    with pytest.raises(UserError, match="'zzz'; valid backends"):
         get_backend("zzz")
 
 

@@ -18,7 +18,7 @@ def test_alpha_must_be_a_positive_number(alpha):
 
 
 def test_unknown_name_suggests_the_closest():
-    with pytest.raises(UserError, match=r"'balance' is unknown \(did you mean 'balanced'\?\)"):
+    with pytest.raises(UserError, match=r"sampler name: unknown language weighting 'balance' \(did you mean 'balanced'\?\)"):
         SamplerConfig(name="balance")
 
 

@@ -99,7 +99,7 @@ def test_registry_rejects_a_second_weighting_under_a_taken_name():
 
 
 def test_a_registered_weighting_is_found_by_name(monkeypatch):
-    monkeypatch.setattr("mlgrpo.sampling.weights.WEIGHTS", dict(WEIGHTS))
+    monkeypatch.setattr("mlgrpo.sampling.weights.WEIGHTS", WEIGHTS.copy())
     from mlgrpo.sampling import weights
 
     @register_weights("three_to_one_test")

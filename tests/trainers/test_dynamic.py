@@ -9,7 +9,7 @@ from mlgrpo.algorithms import AdvantageConfig
 from mlgrpo.errors import UserError
 from mlgrpo.sampling import SamplerConfig
 from mlgrpo.trainers import AlgorithmConfig, DynamicSampling, MultilingualGRPOTrainer
-from mlgrpo.trainers.grpo import _prompt_text
+from mlgrpo.trainers.rollout import prompt_text
 
 from .conftest import grpo_args
 
@@ -30,10 +30,10 @@ def spread_reward(completions, **kwargs):
 class Recording(MultilingualGRPOTrainer):
     """Keeps the language of every generated group, and the groups and prompts of every rollout trained on."""
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        out = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self.generated = getattr(self, "generated", []) + [self._rows.languages[::G]]
-        return out
+    def on_rewards(self, inputs, prompts, completions, completion_ids_list, rewards_per_func):
+        rewards, rows = super().on_rewards(inputs, prompts, completions, completion_ids_list, rewards_per_func)
+        self.generated = getattr(self, "generated", []) + [rows.languages[::G]]
+        return rewards, rows
 
     def _language_metrics(self, rows, scalar, keys):
         self.trained = getattr(self, "trained", []) + [(rows.languages[::G], list(rows.prompts))]
@@ -101,7 +101,7 @@ def test_constant_groups_are_refilled_and_counted_per_language(tmp_path, make_mo
     # Some rollout needed fresh prompts, and one ran out of rounds and re-admitted constant groups.
     assert start == len(trainer.generated) and refilled > 0 and readmitted > 0
     # The completions table holds the rows trained on, not the last round generated.
-    assert [_prompt_text(p) for p in trainer._logs["prompt"]] == trainer.trained[-1][1]
+    assert [prompt_text(p) for p in trainer._logs["prompt"]] == trainer.trained[-1][1]
 
 
 def test_enabled_without_constant_groups_trains_exactly_as_off(tmp_path, make_model, tokenizer, dataset):

@@ -220,6 +220,41 @@ def test_language_consistency_measured_in_the_background_lands_in_its_own_step(t
                 assert entry.get(key) is None, (entry["step"], lang)
 
 
+def test_language_consistency_is_logged_with_every_log_of_rewards(tmp_path, make_model, tokenizer, dataset):
+    # Rollouts every 2 steps (0, 2, 4), logs every 3 (3, 6): the rollout of step 4 is generated at no logging
+    # step. Issue 25: measured only on the batches generated at a logging step, the log of step 6 had
+    # rewards but no language consistency.
+    trainer = MultilingualGRPOTrainer(model=make_model(), reward_funcs=[length_reward],
+                                      args=grpo_args(tmp_path, max_steps=6, logging_steps=3, steps_per_generation=2),
+                                      train_dataset=dataset, processing_class=tokenizer)
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if any(k.startswith("reward/") for k in entry)]
+    assert [entry["step"] for entry in logs] == [3, 6]
+    for entry in logs:
+        assert any(entry.get(f"language_consistency/{lang}") is not None for lang in LANGUAGES), entry["step"]
+
+
+class KeyRecordingTrainer(MultilingualGRPOTrainer):
+    def _advantages(self, rewards, keys, output, local):
+        self.seen = getattr(self, "seen", []) + [(keys, output["prompt_mask"].sum(1), output["completion_mask"].sum(1))]
+        return super()._advantages(rewards, keys, output, local)
+
+
+def test_group_key_lengths_are_prompt_tokens_and_completion_lengths_completion_tokens(tmp_path, make_model, tokenizer,
+                                                                                      dataset):
+    # Issue 25: GroupKeys.lengths held completion tokens, so length_bucket grouped rows by the length of the
+    # sampled action, which biases the baseline; it is the prompt's length now, as its grouping documents.
+    trainer = KeyRecordingTrainer(model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path, max_steps=1),
+                                  train_dataset=dataset, processing_class=tokenizer,
+                                  algorithm=AlgorithmConfig(advantage=AdvantageConfig(group_by="length_bucket",
+                                                                                      length_edges=(4, 8, 12))))
+    trainer.train()
+    (keys, prompt_tokens, completion_tokens), = trainer.seen
+    assert keys.lengths.tolist() == prompt_tokens.tolist()
+    assert keys.completion_lengths.tolist() == completion_tokens.tolist()
+    assert prompt_tokens.tolist() != completion_tokens.tolist()
+
+
 class HelperKiller(TrainerCallback):
     """Step 1: stops the language-consistency helper before the step's generation and kills it before the
     step logs, so the step's measurement is certainly pending when the helper dies."""

@@ -60,6 +60,28 @@ def test_ppo_trains_policy_and_critic_with_per_token_advantages(tmp_path, make_m
     assert advantages.shape[0] == grpo_args(tmp_path).per_device_train_batch_size
 
 
+def test_rollout_forwards_without_gradient_run_in_micro_batches_and_the_reference_is_the_callers(
+        tmp_path, make_model, tokenizer, dataset):
+    # Issue 25: the critic's values and the reference's log-probs of a rollout were one forward over all of
+    # its rows (here 16 = 8 per micro-batch x 2 steps per generation), and PPO deep-copied the initial policy
+    # although the caller already held a frozen copy (for evaluation's KL).
+    model = make_model()
+    frozen = copy.deepcopy(model).eval().requires_grad_(False)
+    rows = {"critic": [], "reference": []}
+    trainer = PPOTrainer(model=model, reward_funcs=[length_reward], args=grpo_args(tmp_path, max_steps=2, steps_per_generation=2),
+                         train_dataset=dataset, processing_class=tokenizer, algorithm=ppo(), kl=KL, reference_model=frozen)
+    assert trainer._kl_reference is frozen
+    critic = trainer.accelerator.unwrap_model(trainer.critic)
+    for name, module in (("critic", critic), ("reference", frozen)):
+        module.register_forward_pre_hook(
+            lambda m, args, kwargs, name=name: rows[name].append(
+                None if torch.is_grad_enabled() else (args[0] if args else kwargs["input_ids"]).shape[0]),
+            with_kwargs=True)
+    trainer.train()
+    assert [n for n in rows["critic"] if n is not None] == [8, 8]  # one rollout of 16 rows, in two forwards
+    assert rows["reference"] == [8, 8]
+
+
 class ResumeProbe(PPOTrainer):
     """Snapshots the critic and its optimiser right after a resume loaded them."""
 

@@ -82,7 +82,7 @@ def test_sft_loss_is_transformers_cross_entropy_of_the_target_tokens(tmp_path, m
     labels = ids.masked_fill(torch.cat([torch.zeros_like(batch["prompt_mask"]), batch["completion_mask"]], 1) == 0, -100)
     with torch.no_grad():
         expected = sft.model(input_ids=ids, attention_mask=attention, labels=labels).loss  # HF's shifted token mean
-        ours = sft._compute_loss(sft.model, batch) * sft.current_gradient_accumulation_steps
+        ours = sft.loss(sft.model, batch) * sft.current_gradient_accumulation_steps
     torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
 
 

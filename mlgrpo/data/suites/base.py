@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from types import MappingProxyType
 
+from mlgrpo.registry import Registry
 from mlgrpo.text import normalize
 
 # The languages the suites are built for: six required by the project (zh ja ar hi ru sw), the
@@ -102,23 +103,20 @@ class SuiteSpec:
         return tuple(s.install or f"pip install {s.package}" for s in self.sources if not s.installed)
 
 
-_REGISTRY: dict[str, SuiteSpec] = {}
+SUITES: Registry[SuiteSpec] = Registry("suite")
 
 
 def register(spec: SuiteSpec) -> SuiteSpec:
     """Add a suite to the registry; a second suite with the same name is a programming error."""
-    if spec.name in _REGISTRY:
-        raise ValueError(f"suite {spec.name!r} is already registered")
     unknown = set(spec.languages) - set(LANGUAGES)
     if unknown:
         raise ValueError(f"suite {spec.name!r} lists languages outside LANGUAGES: {sorted(unknown)}")
-    _REGISTRY[spec.name] = spec
-    return spec
+    return SUITES.add(spec.name, spec)
 
 
 def registered() -> dict[str, SuiteSpec]:
     """The registered suites by name, in registration order (a copy)."""
-    return dict(_REGISTRY)
+    return dict(SUITES.items())
 
 
 # Invisible characters that packages put into answers but people do not type: zero-width space

@@ -8,13 +8,13 @@ family's data comes from (the family modules read the packages).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 
-from mlgrpo.data.suites.base import Item, LanguageItems, SuiteSpec, registered
+from mlgrpo.data.suites.base import SUITES, Item, LanguageItems, SuiteSpec, registered
 from mlgrpo.errors import UserError
+from mlgrpo.registry import did_you_mean
 
 SPLITS = ("train", "eval")
 PROMPT_STYLES = ("tag", "instruct", "fewshot")
@@ -36,8 +36,7 @@ def available_suites() -> dict[str, SuiteSpec]:
 def _unknown(kind: str, value: object, valid: Sequence[str], where: str = "", close: str | None = None) -> UserError:
     """An error naming the bad value, the closest valid one (spelling distance unless given), and all."""
     if close is None:
-        matches = difflib.get_close_matches(str(value), valid, n=1)
-        close = matches[0] if matches else None
+        close = did_you_mean(value, valid)
     hint = f" (did you mean {close!r}?)" if close else ""
     return UserError(f"unknown {kind} {value!r}{where}{hint}; valid: {', '.join(valid)}")
 
@@ -69,10 +68,7 @@ def _unknown_language(language: str, spec: SuiteSpec) -> UserError:
 
 
 def get_spec(name: str) -> SuiteSpec:
-    suites = available_suites()
-    if name not in suites:
-        raise _unknown("suite", name, list(suites))
-    return suites[name]
+    return SUITES.get(name)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,17 +1,27 @@
-"""Pins what mlgrpo/trainers/trl_hooks.py relies on, against stock trl.GRPOTrainer (trl 1.16).
+"""Pins what mlgrpo/trainers/trl_adapter.py relies on, against stock trl.GRPOTrainer (trl 1.16).
 
-If a TRL upgrade moves one of these, the test named after it fails here, before a trainer goes wrong.
+If a TRL upgrade moves one of these, the test named after it fails here, before a trainer goes wrong: the
+signatures of the private methods the adapter overrides, the behaviour behind each, and that no other
+module of mlgrpo overrides a private TRL/HF method or reads a private TRL/HF attribute.
 """
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import pytest
 import torch
+import transformers
+import trl
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
-from mlgrpo.trainers.trl_hooks import (
-    EpochSeekingRepeatSampler, PolicyLogpsCapture, completion_log_rows, drop_round_metrics, replace_advantage_logs,
-    replace_completion_logs, set_group_size,
+import mlgrpo
+import mlgrpo.trainers
+from mlgrpo.trainers.trl_adapter import (
+    PRIVATE_METHODS, PRIVATE_OVERRIDES, EpochSeekingRepeatSampler, TRLAdapter, check_contract, completion_log_rows, drop_round_metrics,
+    replace_advantage_logs, replace_completion_logs, set_group_size,
 )  # fmt: skip
 
 from .conftest import grpo_args, length_reward
@@ -41,6 +51,65 @@ class CountingTRL(GRPOTrainer):
         self.generations.append((before, after, list(self._logs["advantages"]), output["advantages"].tolist()))
         self.tables.append(([x["prompt"] for x in inputs], completion_log_rows(self, len(inputs))))
         return output
+
+
+# ---- the contract: signatures, and nothing private outside the adapter ---------------------------------
+
+
+def test_the_installed_trl_declares_the_private_methods_the_adapter_overrides_as_written():
+    assert check_contract(GRPOTrainer) == []
+    overridden = {name for name, value in vars(TRLAdapter).items()
+                  if name.startswith("_") and not name.startswith("__") and callable(value) and hasattr(GRPOTrainer, name)}
+    assert overridden == set(PRIVATE_OVERRIDES) and len(overridden) == 5
+
+
+def test_a_changed_signature_is_named_with_what_changed():
+    class NewerTRL(GRPOTrainer):
+        def _compute_loss(self, model, inputs, num_items=None):
+            return super()._compute_loss(model, inputs)
+
+    bare = type("Bare", (), {})  # a trainer class without any of them
+    problems = check_contract(NewerTRL)
+    assert problems == ["NewerTRL._compute_loss(self, model, inputs, num_items=None) changed from "
+                        "_compute_loss(self, model, inputs), which mlgrpo/trainers/trl_adapter.py relies on: check what "
+                        "TRL's new version does there"]
+    assert len(check_contract(bare)) == len(PRIVATE_METHODS)
+    assert all("no longer exists" in line for line in check_contract(bare))
+
+
+def trl_private_names() -> set[str]:
+    """Every `self._name` that TRL's GRPOTrainer or HF's Trainer uses (methods and attributes)."""
+    names = set()
+    for path in (Path(trl.__file__).parent / "trainer" / "grpo_trainer.py", Path(transformers.__file__).parent / "trainer.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                names.add(node.attr)
+    return names
+
+
+def test_no_module_but_the_adapter_touches_trl_privately():
+    private = trl_private_names()
+    assert {"_metrics", "_logs", "_step", "_buffered_inputs", "_compute_loss"} <= private
+    found = []
+    for path in sorted(Path(mlgrpo.__file__).parent.rglob("*.py")):
+        if path.name == "trl_adapter.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                found.append(f"{path.name}:{node.lineno} reads .{node.attr}")
+            if isinstance(node, ast.ClassDef):
+                found += [f"{path.name}:{f.lineno} {node.name} overrides {f.name}" for f in node.body
+                          if isinstance(f, ast.FunctionDef) and f.name in private]
+    assert found == []
+
+
+@pytest.mark.parametrize("name", sorted(mlgrpo.trainers.TRAINERS))
+def test_every_trainer_reaches_trl_through_the_adapter(name):
+    cls = mlgrpo.trainers.TRAINERS[name]
+    assert issubclass(cls, TRLAdapter)
+    for private in PRIVATE_OVERRIDES:  # resolved to the adapter's own, not to a mixin's or TRL's
+        assert next(k for k in cls.__mro__ if private in vars(k)) is TRLAdapter, private
 
 
 def counting_trainer(tmp_path, make_model, tokenizer, dataset, **args) -> CountingTRL:
@@ -88,10 +157,10 @@ def test_a_generation_extends_the_completions_table_by_its_rows_and_they_can_be_
 
 
 def test_capture_and_replacement_act_on_a_real_trainer(tmp_path, make_model, tokenizer, dataset):
-    class Capturing(PolicyLogpsCapture, GRPOTrainer):
-        def _compute_loss(self, model, inputs):
+    class Capturing(TRLAdapter):
+        def loss(self, model, inputs):
             with self.capturing_policy_logps() as found:
-                loss = super()._compute_loss(model, inputs)
+                loss = super().loss(model, inputs)
             self.found = getattr(self, "found", []) + [len(found)]
             return loss
 
@@ -129,3 +198,40 @@ def test_trl_groups_a_rollout_by_the_group_size_set_just_before_it(tmp_path, mak
     expected = (rewards - rewards.mean()) / (rewards.std() + 1e-4)  # TRL: ddof 1, eps 1e-4
     assert torch.allclose(output["advantages"], expected, atol=1e-5)
     assert rewards[:4].mean() != rewards[4:].mean()  # two groups of 4 would have given other advantages
+
+
+class PinningAdapter(TRLAdapter):
+    """The adapter alone (TRL's behaviour), recording what its hooks receive."""
+
+    def on_rewards(self, inputs, prompts, completions, completion_ids_list, rewards_per_func):
+        self.scored = getattr(self, "scored", []) + [(len(inputs), rewards_per_func.clone())]
+        return rewards_per_func, len(inputs)
+
+    def rollout(self, inputs):
+        output, record = self.trl_rollout(inputs)
+        self.records = getattr(self, "records", []) + [record]
+        return output
+
+    def save_state(self, folder):
+        self.saved = getattr(self, "saved", []) + [folder]
+
+
+def none_for_odd(completions, **kwargs):
+    return [None if i % 2 else 1.0 for i in range(len(completions))]
+
+
+def test_rewards_arrive_gathered_per_function_and_the_record_returns_with_the_batch(tmp_path, make_model, tokenizer,
+                                                                                     dataset):
+    # _calculate_rewards: (N, F) over the gathered batch, NaN where a function returned None; what on_rewards
+    # made of them comes back from trl_rollout, once per generation. _save_checkpoint: the folder HF wrote.
+    import os
+
+    trainer = PinningAdapter(model=make_model(), reward_funcs=[length_reward, none_for_odd],
+                             args=grpo_args(tmp_path, max_steps=2, save_strategy="steps", save_steps=1),
+                             train_dataset=dataset, processing_class=tokenizer)
+    trainer.train()
+    assert [n for n, _ in trainer.scored] == trainer.records == [8, 8]
+    for _, rewards in trainer.scored:
+        assert rewards.shape == (8, 2) and torch.isnan(rewards[1::2, 1]).all() and (rewards[0::2, 1] == 1).all()
+    assert [os.path.basename(f) for f in trainer.saved] == ["checkpoint-1", "checkpoint-2"]
+    assert all(os.path.isfile(os.path.join(f, "trainer_state.json")) for f in trainer.saved)

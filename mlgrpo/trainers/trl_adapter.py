@@ -1,0 +1,315 @@
+"""TRL behind one adapter: every private TRL/HF method mlgrpo overrides, and every private attribute it reads.
+
+`TRLAdapter` is trl.GRPOTrainer with its private hooks routed to public methods of mlgrpo's trainers, so that
+the trainers (grpo.py, ppo.py, sft.py and their mixins) override no private method and read no private
+attribute of TRL; a TRL upgrade that moves one fails here, by name (`check_contract` and
+tests/trainers/test_trl_adapter.py, which pins each signature in the installed TRL and its behaviour):
+
+    _calculate_rewards(inputs, prompts, completions, completion_ids_list)  -> trainer.on_rewards(..., rewards)
+                                     (its record of the batch comes back from trl_rollout, with TRL's dict)
+    _generate_and_score_completions(inputs)                               -> trainer.rollout(inputs)
+    compute_loss (public; TRL's calls _compute_loss)                       -> trainer.loss(model, inputs)
+    _get_per_token_logps_and_entropies(model, ...)                        (captured in capturing_policy_logps)
+    _get_train_sampler(dataset)                                           -> trainer.train_sampler(dataset)
+    (HF's on_save, after _save_checkpoint: a callback)                    -> trainer.save_state(folder)
+    _load_optimizer_and_scheduler(checkpoint)                             -> trainer.load_state(checkpoint)
+
+TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampler. What else mlgrpo relies on:
+
+- the loss computes the policy's per-token log-probs with one call of `_get_per_token_logps_and_entropies`
+  (with gradient); the inter-group regulariser reads that result instead of a second forward pass.
+- after `_generate_and_score_completions`, TRL has appended one value to `_metrics[mode]["reward_std"]` and
+  `["frac_reward_zero_std"]` (of its own prompt groups) and the gathered advantages to `_logs["advantages"]`
+  (the completions table); mlgrpo's advantages replace TRL's, so these are replaced (replace_advantage_logs).
+- TRL's completions table (`_logs`: prompt, completion, rewards[name], extra[column], images) is a set of
+  deques of one generation batch's rows, extended by each generation; dynamic sampling trains on a selection
+  of several rounds' rows, so the table is rewritten with the rows trained on (completion_log_rows,
+  replace_completion_logs).
+- TRL's RepeatSampler draws epoch e's order as the e-th permutation of one generator seeded once
+  (EpochSeekingRepeatSampler).
+- TRL reads `self.num_generations` afresh on every generation (vLLM's one prompt per group; the reward
+  grouping behind its reward_std logs). It caches it only in the train sampler (replaced by mlgrpo's when a
+  schedule is set), in `get_train_dataloader`'s iterable-dataset path (a schedule refuses iterable datasets)
+  and in `num_generations_eval`'s default (evaluation keeps the first size). So setting the attribute before
+  each rollout's generation is enough for a group-size schedule (set_group_size).
+- TRL counts micro-steps in `_step` and keeps a rollout being reused in `_buffered_inputs`; a checkpoint
+  saves both (micro_step, buffered_rollout).
+Knows nothing about MLflow or YAML.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import torch
+from torch import Tensor
+from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl import GRPOTrainer
+from trl.trainer.utils import RepeatSampler
+
+# The private methods TRLAdapter overrides (PRIVATE_OVERRIDES) or calls, with their parameters as the installed
+# TRL (1.16) and transformers declare them (annotations aside). A TRL that changes one makes check_contract
+# name it.
+PRIVATE_METHODS = {
+    "_calculate_rewards": "(self, inputs, prompts, completions, completion_ids_list)",
+    "_generate_and_score_completions": "(self, inputs)",
+    "_compute_loss": "(self, model, inputs)",
+    "_get_per_token_logps_and_entropies": (
+        "(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, "
+        "compute_aux_loss=False, pixel_values=None, image_grid_thw=None, num_images=None, pixel_attention_mask=None, "
+        "spatial_shapes=None, num_tiles=None, image_sizes=None, token_type_ids=None, mm_token_type_ids=None, "
+        "image_position_ids=None)"),
+    "_get_train_sampler": "(self, dataset=None)",
+    "_save_checkpoint": "(self, model, trial)",
+    "_load_optimizer_and_scheduler": "(self, checkpoint)",
+    "_tokenize_prompts": "(self, prompts)",
+    "_get_output_dir": "(self, trial)",
+}
+PRIVATE_OVERRIDES = tuple(name for name in PRIVATE_METHODS if name not in ("_compute_loss", "_save_checkpoint",
+                                                                          "_tokenize_prompts", "_get_output_dir"))
+
+
+def parameters(method) -> str:
+    """A method's parameters and defaults, without annotations: "(self, dataset=None)"."""
+    bare = [p.replace(annotation=inspect.Parameter.empty) for p in inspect.signature(method).parameters.values()]
+    return str(inspect.Signature(bare))
+
+
+def check_contract(trainer_class: type = GRPOTrainer) -> list[str]:
+    """One line per private method whose parameters in `trainer_class` are not those TRLAdapter was written
+    against (empty: TRL as expected)."""
+    problems = []
+    for name, expected in PRIVATE_METHODS.items():
+        method = getattr(trainer_class, name, None)
+        if method is None:
+            problems.append(f"{trainer_class.__name__}.{name} no longer exists (mlgrpo's trl_adapter relies on it)")
+        elif (found := parameters(method)) != expected:
+            problems.append(f"{trainer_class.__name__}.{name}{found} changed from {name}{expected}, which "
+                            "mlgrpo/trainers/trl_adapter.py relies on: check what TRL's new version does there")
+    return problems
+
+
+class _SaveState(TrainerCallback):
+    """HF calls on_save on every process right after `_save_checkpoint` wrote the step's checkpoint folder
+    (trainer.py, its one call site); the trainer's own state goes into the same folder then."""
+
+    def __init__(self, trainer: TRLAdapter) -> None:
+        self.trainer = trainer
+
+    def on_save(self, args, state, control, **kwargs):
+        # _get_output_dir(trial=None): args.output_dir (mlgrpo runs no hyperparameter search, HF's trials)
+        folder = os.path.join(self.trainer._get_output_dir(trial=None), f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+        os.makedirs(folder, exist_ok=True)  # every process writes its own files, as HF's RNG states
+        self.trainer.save_state(folder)
+        return control
+
+
+class TRLAdapter(GRPOTrainer):
+    """trl.GRPOTrainer whose private hooks call public methods, overridden by mlgrpo's trainers.
+
+    Each default is TRL's own behaviour, so the adapter alone trains as stock TRL does.
+    """
+
+    _captured_logps: list[Tensor] | None = None
+    _scored: object = None  # what on_rewards made of the rollout TRL is scoring (trl_rollout returns it)
+
+    def __init__(self, *args, **kwargs) -> None:
+        problems = check_contract(GRPOTrainer)
+        if problems:  # one place, by name, rather than a trainer that silently trains on something else
+            raise RuntimeError("the installed trl is not the one mlgrpo's TRL adapter was written for:\n" + "\n".join(problems))
+        super().__init__(*args, **kwargs)
+        self.add_callback(_SaveState(self))
+
+    # ---- routing of TRL's private hooks --------------------------------------------------------------
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards, self._scored = self.on_rewards(inputs, prompts, completions, completion_ids_list, rewards)
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):
+        return self.rollout(inputs)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if return_outputs:  # as TRL: the loss is all there is
+            raise ValueError("The GRPOTrainer does not support returning outputs")
+        return self.loss(model, inputs)
+
+    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
+        out = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+        if self._captured_logps is not None and torch.is_grad_enabled():
+            self._captured_logps.append(out[0])
+        return out
+
+    def _get_train_sampler(self, dataset=None):
+        return self.train_sampler(dataset)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        # HF calls this once when resuming, after building the data loader (so the sampler exists); TRL
+        # restores its own extra state here too.
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None:
+            self.load_state(checkpoint)
+
+    # ---- the public hooks, TRL's behaviour by default ------------------------------------------------
+
+    def on_rewards(self, inputs, prompts, completions, completion_ids_list,
+                   rewards_per_func: Tensor) -> tuple[Tensor, object]:
+        """(the gathered (N, F) rewards TRL computed, as the rollout should use them; a record of the batch,
+        which trl_rollout returns)."""
+        return rewards_per_func, None
+
+    def rollout(self, inputs: list[dict]) -> dict:
+        """One generation batch: this process's rows generated, scored and given advantages (TRL's dict)."""
+        return self.trl_rollout(inputs)[0]
+
+    def trl_rollout(self, inputs: list[dict]) -> tuple[dict, object]:
+        """(TRL's generation batch, the record on_rewards made of its rewards)."""
+        self._scored = None
+        output = super()._generate_and_score_completions(inputs)
+        scored, self._scored = self._scored, None
+        return output, scored
+
+    def loss(self, model, inputs: dict) -> Tensor:
+        """The micro-batch's loss, already divided for gradient accumulation."""
+        return self.trl_loss(model, inputs)
+
+    def trl_loss(self, model, inputs: dict) -> Tensor:
+        return self._compute_loss(model, inputs)  # TRL's, or a subclass's override of it
+
+    def train_sampler(self, dataset=None):
+        return self.trl_train_sampler(dataset)
+
+    def trl_train_sampler(self, dataset=None):
+        return super()._get_train_sampler(dataset)
+
+    def save_state(self, folder: str) -> None:
+        """Write what resuming needs beyond HF's checkpoint into `folder` (after HF wrote its files)."""
+
+    def load_state(self, checkpoint: str) -> None:
+        """Read back what save_state wrote (after HF restored the optimiser and scheduler)."""
+
+    # ---- TRL's state, read and written here only ----------------------------------------------------
+
+    @contextmanager
+    def capturing_policy_logps(self) -> Iterator[list[Tensor]]:
+        """`with self.capturing_policy_logps() as found:` collects the (B, T) log-probs every gradient-carrying
+        call of `_get_per_token_logps_and_entropies` returns (TRL's loss makes one)."""
+        self._captured_logps = found = []
+        try:
+            yield found
+        finally:
+            self._captured_logps = None
+
+    def token_logps(self, model, input_ids: Tensor, attention_mask: Tensor, completion_tokens: int,
+                    batch_size: int | None = None) -> Tensor:
+        """(B, T) log-probs of the last `completion_tokens` tokens of each row under `model`, at TRL's sampling
+        temperature, in forwards of `batch_size` rows (TRL's log-prob pass)."""
+        return self._get_per_token_logps_and_entropies(model, input_ids, attention_mask, completion_tokens, batch_size)[0]
+
+    def record_metric(self, mode: str, name: str, value: float) -> None:
+        """One value for TRL's log to average into `name` at the next logging step ("train" or "eval")."""
+        self._metrics[mode][name].append(value)
+
+    @property
+    def text_tokenizer(self):
+        """The processing class's text tokenizer (TRL's `_tokenizer`: the processor's, for vision models)."""
+        return self._tokenizer
+
+    def prompt_token_ids(self, prompts: list) -> list[list[int]]:
+        """Each prompt's token ids as TRL tokenizes prompts for generation (chat template included)."""
+        return self._tokenize_prompts(prompts)[0]
+
+    @property
+    def micro_step(self) -> int:
+        """TRL's count of micro-batches (training_step calls) since the start of training."""
+        return self._step
+
+    @micro_step.setter
+    def micro_step(self, value: int) -> None:
+        self._step = value
+
+    @property
+    def buffered_rollout(self) -> list[dict] | None:
+        """This process's micro-batches of the rollout being reused (None before the first)."""
+        return self._buffered_inputs
+
+    @buffered_rollout.setter
+    def buffered_rollout(self, value: list[dict] | None) -> None:
+        self._buffered_inputs = value
+
+
+def replace_advantage_logs(trainer, mode: str, advantages: Sequence[float], reward_std: float,
+                           frac_zero_std: float) -> None:
+    """TRL's logged advantage statistics of the generation batch just scored, replaced by mlgrpo's.
+
+    advantages: one number per completion of the gathered batch, in TRL's order (the completions table's
+    `advantage` column); reward_std: std of the reward the advantages come from; frac_zero_std: share of
+    completions in baseline groups without reward spread (adv/frac_zero_std).
+    """
+    metrics = trainer._metrics[mode]
+    for name, value in (("reward_std", reward_std), ("frac_reward_zero_std", frac_zero_std)):
+        if metrics[name]:
+            metrics[name][-1] = float(value)
+    logged = trainer._logs["advantages"]
+    for _ in range(min(len(advantages), len(logged))):
+        logged.pop()
+    logged.extend(float(a) for a in advantages)
+
+
+def _row_columns(trainer) -> dict[tuple[str, ...], object]:
+    logs = trainer._logs
+    columns = {("prompt",): logs["prompt"], ("completion",): logs["completion"], ("images",): logs["images"]}
+    columns.update({("rewards", name): column for name, column in logs["rewards"].items()})
+    columns.update({("extra", name): column for name, column in logs["extra"].items()})
+    return columns
+
+
+def completion_log_rows(trainer, n: int) -> dict[tuple[str, ...], list]:
+    """The last `n` rows of each column of TRL's completions table (those of the batch just scored); columns
+    with fewer rows (images of a text-only run) are left out."""
+    return {key: list(column)[-n:] for key, column in _row_columns(trainer).items() if len(column) >= n}
+
+
+def replace_completion_logs(trainer, rows: dict[tuple[str, ...], list], n: int) -> None:
+    """The last `n` rows of each column in `rows` replaced by the given ones (the rows trained on)."""
+    columns = _row_columns(trainer)
+    for key, values in rows.items():
+        column = columns[key]
+        for _ in range(min(n, len(column))):
+            column.pop()
+        column.extend(values)
+
+
+def drop_round_metrics(trainer, mode: str, rounds: int) -> None:
+    """TRL's group statistics of `rounds` extra scored batches removed, so that one value per rollout is left
+    for `replace_advantage_logs` to replace (the others describe groups that were not trained on)."""
+    for name in ("reward_std", "frac_reward_zero_std"):
+        values = trainer._metrics[mode][name]
+        del values[max(0, len(values) - rounds):]
+
+
+class EpochSeekingRepeatSampler(RepeatSampler):
+    """TRL's RepeatSampler, same orders, that can start at any epoch.
+
+    HF's Trainer, resuming inside epoch e >= 1, iterates none of the epochs before it, and does not reach
+    the sampler's set_epoch through the loader that skips the trained batches: TRL's own sampler would then
+    draw epoch 0's order again (measured: parameters 2.5e-4 to 9.4e-4 apart from the uninterrupted run
+    after 1-2 more steps). set_epoch(e) seeds again and draws the e permutations before, so epoch e's order
+    comes from any start.
+    """
+
+    def set_epoch(self, epoch: int) -> None:
+        if self.shuffle and self.seed is not None:
+            self.generator.manual_seed(self.seed)
+            for _ in range(epoch):
+                torch.randperm(self.num_samples, generator=self.generator)
+
+
+def set_group_size(trainer, size: int) -> None:
+    """The group size TRL generates and groups the next rollout with (see the module docstring)."""
+    trainer.num_generations = size
