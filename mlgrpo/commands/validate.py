@@ -1,7 +1,9 @@
 """`mlgrpo validate EXPERIMENT.yaml [--json]`: check an experiment file and print its plan.
 
     runs (arm x seed, with run names and config hashes), every setting in which the arms differ in what
-    they train with, defaults included (one column per arm), the update schedule of each arm, the rows
+    they train with, defaults included (one column per arm), the settings in force that decide whether a run
+    can learn (learning-rate schedule, LoRA targets, sampling temperature, std scope ...), the update schedule
+    of each arm, the rows
     per language (train / held-out eval), each arm's estimated peak memory on this machine's device
     (experiments/memory.py), warnings, notes, and "OK"
 
@@ -41,6 +43,7 @@ def validate(args: argparse.Namespace) -> int:
 
 def plan_json(experiment, memory=None) -> dict:
     from mlgrpo.experiments.diff import ABSENT
+    from mlgrpo.experiments.inforce import settings_in_force
 
     return {
         "name": experiment.name,
@@ -50,6 +53,7 @@ def plan_json(experiment, memory=None) -> dict:
         "differences": [{"key": key, "values": {arm: None if v is ABSENT else v for arm, v in values.items()}}
                         for key, values in experiment.differences()],
         "schedule": {arm: experiment.arm_configs[arm].effective["update"] for arm in experiment.arms},
+        "settings": dict(settings_in_force(experiment, default_lora_targets(experiment.model.policy))),
         "warnings": list(experiment.warnings),
         "data": {code: {"train": rows[0], "eval": rows[1]} for code, rows in experiment.data_summary.items()},
         "notes": list(experiment.notes),
@@ -69,6 +73,7 @@ def memory_json(memory) -> dict | None:
 def render(experiment, memory=None) -> str:
     from mlgrpo.experiments.diff import show
     from mlgrpo.experiments.effective import rollout_text
+    from mlgrpo.experiments.inforce import settings_in_force
 
     runs = experiment.plan()
     lines = [f"experiment {experiment.name} ({experiment.path})"]
@@ -84,6 +89,9 @@ def render(experiment, memory=None) -> str:
     if differences:
         lines += table(["key", *experiment.arms], [[key, *(show(v[arm]) for arm in experiment.arms)]
                                                    for key, v in differences])
+    lines += ["", "settings in force (defaults included; see `training` for every trl.GRPOConfig field):"]
+    lines += table(["key", "value"], [list(row) for row in settings_in_force(experiment,
+                                                                              default_lora_targets(experiment.model.policy))])
     lines += ["", "update schedule (per process):"]
     lines += table(["arm", "rollout", "minibatch", "steps per rollout", "policy ratio"],
                    [[arm, rollout_text(u["rollout_completions"], u["rollout_prompts"]),
@@ -101,6 +109,20 @@ def render(experiment, memory=None) -> str:
         lines += ["", "notes:", *(f"  - {note}" for note in experiment.notes)]
     lines += ["", "OK"]
     return "\n".join(lines)
+
+
+def default_lora_targets(policy: str) -> str:
+    """What peft adapts when model.lora names no target_modules: its default for the model's type."""
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULTS
+
+    from mlgrpo.models.shape import architecture
+
+    arch = architecture(policy)
+    if arch is None:
+        return "peft's default for the model (its type is not known offline yet)"
+    kind = arch.config.model_type
+    targets = DEFAULTS.get(kind)
+    return f"{', '.join(targets)} (peft's default for {kind})" if targets else f"none known to peft for {kind}"
 
 
 def memory_lines(memory) -> list[str]:

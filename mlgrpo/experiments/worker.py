@@ -179,6 +179,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     from mlgrpo.experiments import grpo_config, load_run_data
     from mlgrpo.models import load_policy
     from mlgrpo.rewards import RewardGuard, build_reward_functions
+    from mlgrpo.rewards.control import RewardControl
     from mlgrpo.tracking import TrackingCallback, log_language_plots
     from mlgrpo.trainers import TRAINERS
 
@@ -186,9 +187,12 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     ev = run.evaluation
     train_records, eval_records = load_run_data(run.data, run.seed, eval_per_language=ev.per_language)
     languages = sorted({r["language"] for r in train_records})
-    model, tokenizer = load_policy(run.model.policy, stop_at_newline=run.model.stop_at_newline)
+    model, tokenizer = load_policy(run.model.policy, dtype=run.model.dtype, tokenizer=run.model.tokenizer,
+                                   stop_at_newline=run.model.stop_at_newline)
     guard = RewardGuard(run.rewards.on_bad_reward)
     funcs, weights = build_reward_functions(run.rewards, guard=guard)
+    # A control arm trains on rewards with their link to the completions broken; evaluation scores the real ones.
+    train_funcs = RewardControl(run.rewards.control, run.seed).wrap(funcs)
     state_file = run_dir / "eval_start.json"
     main = handle is not None  # the process that tracks and evaluates (the only one, unless distributed)
 
@@ -222,7 +226,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
                        save_strategy="steps", save_steps=experiment.run_settings.checkpoint_every,
                        save_total_limit=2)  # 2: when a kill cuts the newest short, the one before is complete
     trainer = TRAINERS[run.algorithm.name](
-        model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(train_records),
+        model=model, reward_funcs=train_funcs, args=args, train_dataset=Dataset.from_list(train_records),
         processing_class=tokenizer, algorithm=run.algorithm, kl=run.kl, sampler=run.sampler, reward_guard=guard,
         reward_clip=[spec.clip for spec in run.rewards.rewards], group_schedule=run.update.group_schedule,
         peft_config=_lora(run.model.lora),
