@@ -176,6 +176,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     from datasets import Dataset
 
     from mlgrpo.evaluation import EvalReport, collapse_warnings, evaluate_policy
+    from mlgrpo.evaluation.report import paired_change
     from mlgrpo.experiments import grpo_config, load_run_data
     from mlgrpo.models import load_policy
     from mlgrpo.rewards import RewardGuard, build_reward_functions
@@ -196,6 +197,8 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     state_file = run_dir / "eval_start.json"
     main = handle is not None  # the process that tracks and evaluates (the only one, unless distributed)
 
+    # Sampled pass@1 at the rollouts' own temperature: what RL changes first (greedy text can stay put).
+    temperature = run.effective["training"]["temperature"]
     reference = _frozen_copy(model) if main else None  # KL to the initial policy at every evaluation
     start_report: list = []  # the step-0 report, for "change since step 0" and collapse warnings
 
@@ -203,10 +206,11 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
         report = evaluate_policy(model, tokenizer, eval_records, metrics=ev.metrics, max_new_tokens=ev.max_new_tokens,
                                  batch_size=ev.batch_size, sampled_k=ev.sampled_k, reward_funcs=funcs,
                                  reward_weights=weights, samples_per_language=ev.samples_per_language, seed=run.seed,
-                                 reference_model=reference)
+                                 reference_model=reference, temperature=temperature)
         metrics = report.flat("eval")
         if start_report:
             metrics.update(collapse_warnings(start_report[0], report))
+            metrics.update(paired_change(start_report[0], report))
         handle.log_metrics(metrics, step=step)
         handle.log_table(report.samples, f"samples/step_{step:06d}.json")
         handle.log_dict(report.items, f"{ITEMS_FOLDER}/step_{step:06d}.json")
