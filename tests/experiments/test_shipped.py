@@ -118,7 +118,7 @@ def test_accelerate_configs_are_plain_yaml():
 
 def test_gemma_270m_lora(shipped):
     gemma = shipped["gemma-270m-lora"]
-    assert gemma.model.policy == "gemma-3-270m" and gemma.model.stop_at_newline and gemma.model.lora["r"] == 8
+    assert gemma.model.policy == "gemma-3-270m" and gemma.model.stop_at_newline and gemma.model.lora["r"] == 16
     assert gemma.data.suite == "ui" and gemma.data.prompt_style == "fewshot" and len(gemma.data.languages) == 6
     scripts = {dominant_script(record["reference"])[0] for record in _held_out(gemma)}
     assert len(scripts) >= 3
