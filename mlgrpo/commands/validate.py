@@ -1,12 +1,14 @@
-"""`mlgrpo validate EXPERIMENT.yaml [--json]`: check an experiment file and print its plan.
+"""`mlgrpo validate EXPERIMENT.yaml [--json] [--probe]`: check an experiment file and print its plan.
 
     runs (arm x seed, with run names and config hashes), every setting in which the arms differ in what
-    they train with, defaults included (one column per arm), the update schedule of each arm, the rows
+    they train with, defaults included (one column per arm), the settings in force that decide whether a run
+    can learn (learning-rate schedule, LoRA targets, sampling temperature, std scope ...), the update schedule
+    of each arm, the rows
     per language (train / held-out eval), each arm's estimated peak memory on this machine's device
     (experiments/memory.py), warnings, notes, and "OK"
 
-Nothing trains and no weights are loaded (the memory estimate reads configs and the tokenizer); the data
-is read (suites take a second). The work is in mlgrpo.experiments; this module parses arguments and formats.
+Nothing trains and no weights are loaded (the memory estimate reads configs and the tokenizer) unless
+--probe asks for the starting model's own rollouts (experiments/probe.py); the data is read (suites take a second). The work is in mlgrpo.experiments; this module parses arguments and formats.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("experiment", metavar="EXPERIMENT.yaml",
                         help="the experiment file, e.g. experiments/quickstart.yaml")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--probe", action="store_true",
+                        help="also sample the run's own rollouts from the starting model on a few prompts per language, "
+                        "score them with the experiment's rewards, and say whether the groups carry a signal and how "
+                        "long a step and a run will take (loads the model; seconds on tiny, minutes on gemma-3-270m)")
+    parser.add_argument("--probe-prompts", type=int, default=4, metavar="N",
+                        help="train prompts per language the probe samples (default 4)")
     parser.set_defaults(handler=validate)
 
 
@@ -35,12 +43,57 @@ def validate(args: argparse.Namespace) -> int:
 
     experiment = load_experiment(args.experiment)
     memory = plan_memory(experiment)
-    print(json.dumps(plan_json(experiment, memory), ensure_ascii=False) if args.json else render(experiment, memory))
+    probes = None
+    if args.probe:
+        from mlgrpo.errors import UserError
+        from mlgrpo.experiments.probe import run_probe
+
+        if args.probe_prompts < 1:
+            raise UserError(f"--probe-prompts must be at least 1, got {args.probe_prompts}")
+        probes = run_probe(experiment, args.probe_prompts)
+    if args.json:
+        plan = plan_json(experiment, memory)
+        if probes is not None:
+            plan["probe"] = [p.to_json() for p in probes]
+        print(json.dumps(plan, ensure_ascii=False))
+    else:
+        text = render(experiment, memory)
+        if probes is not None:
+            text = text.removesuffix("OK") + "\n".join(probe_lines(probes, experiment)) + "\n\nOK"
+        print(text)
     return 0
+
+
+def probe_lines(probes, experiment) -> list[str]:
+    """The probe's tables, timing and warnings (experiments/probe.py)."""
+    def num(value, digits=3):
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    lines = []
+    for probe in probes:
+        s, t = probe.settings, probe.timing
+        lines += [f"probe of {', '.join(probe.arms)}: {s['prompts_per_language']} train prompts per language x "
+                  f"G={s['num_generations']} at temperature {s['temperature']} (top_p {s['top_p']}, top_k "
+                  f"{s['top_k']}, <= {s['max_completion_length']} tokens) from the starting model:"]
+        lines += table(["language", "reward", "mean", "greedy", "spread", "zero-spread groups", "fires"],
+                       [[r["language"], r["reward"], num(r["mean"]), num(r["greedy"]), num(r["spread"]),
+                         "-" if r["zero_spread"] is None else f"{r['zero_spread']:.0%}",
+                         "-" if r["fires"] is None else f"{r['fires']:.0%}"] for r in probe.rows])
+        if "step_s" in t:
+            run = "" if t["run_s"] != t["run_s"] else f"; a run of {t['max_steps']} steps ~ {duration(t['run_s'])}"
+            lines.append(f"  time on this machine ({t['threads']} thread(s)): {t['generation_s_per_completion']:.3g} s "
+                         f"per sampled completion, {t['update_s_per_minibatch']:.3g} s forward + backward of a "
+                         f"{t['minibatch_completions']}-completion minibatch; a step ~ {t['step_s']:.3g} s{run} "
+                         "(evaluations and a PPO critic not included)")
+        lines.append("")
+    warnings = [w for p in probes for w in p.warnings]
+    lines += ["probe warnings:", *(f"  - {w}" for w in warnings)] if warnings else ["probe: no warning"]
+    return lines
 
 
 def plan_json(experiment, memory=None) -> dict:
     from mlgrpo.experiments.diff import ABSENT
+    from mlgrpo.experiments.inforce import settings_in_force
 
     return {
         "name": experiment.name,
@@ -50,6 +103,7 @@ def plan_json(experiment, memory=None) -> dict:
         "differences": [{"key": key, "values": {arm: None if v is ABSENT else v for arm, v in values.items()}}
                         for key, values in experiment.differences()],
         "schedule": {arm: experiment.arm_configs[arm].effective["update"] for arm in experiment.arms},
+        "settings": dict(settings_in_force(experiment, default_lora_targets(experiment.model.policy))),
         "warnings": list(experiment.warnings),
         "data": {code: {"train": rows[0], "eval": rows[1]} for code, rows in experiment.data_summary.items()},
         "notes": list(experiment.notes),
@@ -69,6 +123,7 @@ def memory_json(memory) -> dict | None:
 def render(experiment, memory=None) -> str:
     from mlgrpo.experiments.diff import show
     from mlgrpo.experiments.effective import rollout_text
+    from mlgrpo.experiments.inforce import settings_in_force
 
     runs = experiment.plan()
     lines = [f"experiment {experiment.name} ({experiment.path})"]
@@ -84,6 +139,9 @@ def render(experiment, memory=None) -> str:
     if differences:
         lines += table(["key", *experiment.arms], [[key, *(show(v[arm]) for arm in experiment.arms)]
                                                    for key, v in differences])
+    lines += ["", "settings in force (defaults included; see `training` for every trl.GRPOConfig field):"]
+    lines += table(["key", "value"], [list(row) for row in settings_in_force(experiment,
+                                                                              default_lora_targets(experiment.model.policy))])
     lines += ["", "update schedule (per process):"]
     lines += table(["arm", "rollout", "minibatch", "steps per rollout", "policy ratio"],
                    [[arm, rollout_text(u["rollout_completions"], u["rollout_prompts"]),
@@ -101,6 +159,29 @@ def render(experiment, memory=None) -> str:
         lines += ["", "notes:", *(f"  - {note}" for note in experiment.notes)]
     lines += ["", "OK"]
     return "\n".join(lines)
+
+
+def default_lora_targets(policy: str) -> str:
+    """What peft adapts when model.lora names no target_modules: its default for the model's type."""
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULTS
+
+    from mlgrpo.models.shape import architecture
+
+    arch = architecture(policy)
+    if arch is None:
+        return "peft's default for the model (its type is not known offline yet)"
+    kind = arch.config.model_type
+    targets = DEFAULTS.get(kind)
+    return f"{', '.join(targets)} (peft's default for {kind})" if targets else f"none known to peft for {kind}"
+
+
+def duration(seconds: float) -> str:
+    """Seconds for people.
+
+    >>> duration(42.0), duration(3000.0), duration(7400.0)
+    ('42 s', '50.0 min', '2.1 h')
+    """
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 6000 else f"{seconds / 3600:.1f} h"
 
 
 def memory_lines(memory) -> list[str]:

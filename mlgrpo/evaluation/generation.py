@@ -103,14 +103,16 @@ def _sampling_rng(seed: int, device: torch.device) -> Iterator[None]:
 
 @torch.no_grad()
 def generate(model, tokenizer, prompt_ids: Sequence[Sequence[int]], *, max_new_tokens: int, batch_size: int,
-             sample: bool = False, samples: int = 1, temperature: float = 1.0, seed: int = 0) -> Completions:
-    """Greedy completions, or (sample=True) `samples` sampled completions per prompt.
+             sample: bool = False, samples: int = 1, temperature: float = 1.0, seed: int = 0, top_p: float = 1.0,
+             top_k: int = 0) -> Completions:
+    """Greedy completions, or (sample=True) `samples` sampled completions per prompt (top_p / top_k as TRL's
+    rollouts take them from GRPOConfig; the defaults switch both off, as TRL's do).
 
     The caller puts the model in eval mode; this only generates.
     """
     pad, eos_ids = pad_id(tokenizer), _eos_ids(model, tokenizer)
     options = {"do_sample": False} if not sample else {
-        "do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0, "num_return_sequences": samples}
+        "do_sample": True, "temperature": temperature, "top_k": top_k, "top_p": top_p, "num_return_sequences": samples}
     texts, ids, ended = [], [], []
     rng = _sampling_rng(seed, model.device) if sample else contextlib.nullcontext()
     with rng:

@@ -26,6 +26,7 @@ from mlgrpo.experiments.data import language_table, load_run_data, read_file_row
 from mlgrpo.experiments.diff import ABSENT, canonical, deep_merge, get_path, leaf_paths
 from mlgrpo.experiments.effective import effective_view, schedule_warning
 from mlgrpo.experiments.fields import FieldError, build_dataclass, check_mapping, closest, coerce, to_plain
+from mlgrpo.experiments.inforce import learning_rate_warning
 from mlgrpo.experiments.plan import ArmConfig, Experiment, config_hash
 from mlgrpo.experiments.sections import (
     NAME, DataConfig, EvaluationConfig, Header, ModelConfig, RunSettings, TrackingConfig,
@@ -97,7 +98,9 @@ class _Builder:
         arms, base = self._arms(top["arms"], shared, context)
         self._note_overrides(arms, base)
         self._note_model(model, data, evaluation, arms)
-        warnings = tuple(w for arm in arms.values() if (w := schedule_warning(arm.name, arm.update, arm.algorithm.name)))
+        warnings = tuple(w for arm in arms.values() for w in (schedule_warning(arm.name, arm.update, arm.algorithm.name),
+                                                               learning_rate_warning(arm.name, arm.effective["training"]))
+                         if w)
         return Experiment(
             name=header.name, description=header.description, path=self.path, raw=self.source.data, model=model,
             data=data, evaluation=evaluation, tracking=tracking, run_settings=run, arms=tuple(arms),
@@ -323,9 +326,11 @@ def _plain_update(update) -> dict[str, Any]:
 
 
 def _plain_rewards(rewards) -> dict[str, Any]:
-    """The rewards as resolved: a reward without `clip` reads as it did before the key existed, so that an arm
-    that does not clip keeps its config hash (and its finished runs are still found)."""
+    """The rewards as resolved: a reward without `clip` (and rewards without `control`) read as they did before
+    the key existed, so that an arm that does not use it keeps its config hash (and its finished runs are found)."""
     plain = to_plain(rewards)
+    if plain["control"] == "none":
+        del plain["control"]
     for spec in plain["rewards"]:
         if spec["clip"] is None:
             del spec["clip"]
@@ -341,6 +346,8 @@ def parse_rewards(raw: Any, path: tuple = ("rewards",)):
     if isinstance(items, list):
         # RewardSpec's fields as YAML gives them; from_dict assumes these kinds (a numeric name would
         # reach difflib), so they are checked here, at the item's line.
+        if "control" in raw:
+            coerce(raw["control"], str, (*path, "control"))
         kinds = {"name": str, "weight": float, "label": str | None, "params": dict[str, Any],
                  "per_language": dict[str, dict[str, float]], "clip": dict[str, float]}
         for i, item in enumerate(items):

@@ -51,7 +51,7 @@ def plan_memory(experiment) -> MemoryPlan | str:
     device, available, coef = _device(fit)
     runs = {run.arm: run for run in experiment.plan() if run.seed == experiment.seeds[0]}
     prompt_tokens, note = _longest_prompt(experiment, arch.tokenizer_folder)
-    weight_bytes = _weight_bytes(arch.config)
+    weight_bytes = _weight_bytes(arch.config, experiment.model.dtype)
     plan = MemoryPlan(device, available, _concurrent(experiment, device), fit, note=note)
     for arm, run in runs.items():
         shape = count(arch.config, run.model.lora)
@@ -109,9 +109,9 @@ def _concurrent(experiment, device: str) -> int:
     return 1 if device != "cpu" else worker_count(experiment.run_settings.workers, runs)
 
 
-def _weight_bytes(config) -> int:
-    """The checkpoint's own dtype: what the worker loads (load_policy leaves transformers' "auto")."""
-    name = str(getattr(config, "dtype", None) or "float32").removeprefix("torch.")
+def _weight_bytes(config, dtype: str = "auto") -> int:
+    """Bytes per weight as the worker loads them: model.dtype, or the checkpoint's own when it is "auto"."""
+    name = dtype if dtype != "auto" else str(getattr(config, "dtype", None) or "float32").removeprefix("torch.")
     return 2 if name in ("bfloat16", "float16") else 4
 
 

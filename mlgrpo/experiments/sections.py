@@ -178,7 +178,8 @@ class EvaluationConfig:
     batch_size: int = 64
     # Completions per language kept in the report, to read next to the numbers.
     samples_per_language: int = 5
-    # 0: greedy decoding only; k > 0: also k sampled completions per prompt and pass@k.
+    # 0: greedy decoding only; k > 0: also k sampled completions per prompt and pass@1 / pass@k, sampled at the
+    # arm's training temperature (what its rollouts see: RL moves sampled answers before greedy ones).
     sampled_k: int = 0
     # Text metrics, names from mlgrpo.evaluation's registry (`metric_names()`). Rewards (reward/<name>,
     # reward/total) and completion length in tokens are reported at every evaluation whatever is listed.

@@ -220,8 +220,10 @@ def check_lora(raw: Any, path: tuple = ("model", "lora")) -> dict[str, Any] | No
 def build_grpo_config(settings: Mapping[str, Any], output_dir: str, *, seed: int, run_name: str, **forced: Any):
     """trl.GRPOConfig from checked settings, with the platform's fields; `forced` wins over both.
 
-    Without CUDA: use_cpu, and bf16/fp16 off (TRL would turn bf16 on by itself), so a GPU recipe
-    validates and runs on a CPU machine. Checkpoints are off unless `forced` asks for them.
+    Without CUDA: use_cpu, and bf16 off unless the settings ask for it (TRL turns it on when unset; on a CPU
+    that is autocast several times slower than fp32, issue 26). `bf16: true` is honoured there (CPU autocast);
+    `fp16: true` is refused, as it cannot run without CUDA. Nothing set is dropped. Checkpoints are off unless
+    `forced` asks for them.
     """
     import torch
     from trl import GRPOConfig
@@ -229,7 +231,10 @@ def build_grpo_config(settings: Mapping[str, Any], output_dir: str, *, seed: int
     kwargs = {"save_strategy": "no", **settings, "output_dir": output_dir, "seed": seed, "report_to": "none",
               "run_name": run_name}
     if not torch.cuda.is_available():
-        kwargs.update(use_cpu=True, bf16=False, fp16=False)
+        if settings.get("fp16"):
+            raise UserError("fp16: true needs a CUDA GPU (fp16 mixed precision), and this machine has none; set "
+                            "bf16: true instead (it runs on CPU, slower than fp32) or remove fp16")
+        kwargs.update(use_cpu=True, bf16=bool(settings.get("bf16")), fp16=False)
     kwargs.update(forced)
     with warnings.catch_warnings():
         # transformers 5 renamed gradient_checkpointing; TRL 1.16 still reads the old name on its own.

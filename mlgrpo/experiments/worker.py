@@ -176,9 +176,11 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     from datasets import Dataset
 
     from mlgrpo.evaluation import EvalReport, collapse_warnings, evaluate_policy
+    from mlgrpo.evaluation.report import paired_change
     from mlgrpo.experiments import grpo_config, load_run_data
     from mlgrpo.models import load_policy
     from mlgrpo.rewards import RewardGuard, build_reward_functions
+    from mlgrpo.rewards.control import RewardControl
     from mlgrpo.tracking import TrackingCallback, log_language_plots
     from mlgrpo.trainers import TRAINERS
 
@@ -186,12 +188,17 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
     ev = run.evaluation
     train_records, eval_records = load_run_data(run.data, run.seed, eval_per_language=ev.per_language)
     languages = sorted({r["language"] for r in train_records})
-    model, tokenizer = load_policy(run.model.policy, stop_at_newline=run.model.stop_at_newline)
+    model, tokenizer = load_policy(run.model.policy, dtype=run.model.dtype, tokenizer=run.model.tokenizer,
+                                   stop_at_newline=run.model.stop_at_newline)
     guard = RewardGuard(run.rewards.on_bad_reward)
     funcs, weights = build_reward_functions(run.rewards, guard=guard)
+    # A control arm trains on rewards with their link to the completions broken; evaluation scores the real ones.
+    train_funcs = RewardControl(run.rewards.control, run.seed).wrap(funcs)
     state_file = run_dir / "eval_start.json"
     main = handle is not None  # the process that tracks and evaluates (the only one, unless distributed)
 
+    # Sampled pass@1 at the rollouts' own temperature: what RL changes first (greedy text can stay put).
+    temperature = run.effective["training"]["temperature"]
     reference = _frozen_copy(model) if main else None  # KL to the initial policy at every evaluation
     start_report: list = []  # the step-0 report, for "change since step 0" and collapse warnings
 
@@ -199,10 +206,11 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
         report = evaluate_policy(model, tokenizer, eval_records, metrics=ev.metrics, max_new_tokens=ev.max_new_tokens,
                                  batch_size=ev.batch_size, sampled_k=ev.sampled_k, reward_funcs=funcs,
                                  reward_weights=weights, samples_per_language=ev.samples_per_language, seed=run.seed,
-                                 reference_model=reference)
+                                 reference_model=reference, temperature=temperature)
         metrics = report.flat("eval")
         if start_report:
             metrics.update(collapse_warnings(start_report[0], report))
+            metrics.update(paired_change(start_report[0], report))
         handle.log_metrics(metrics, step=step)
         handle.log_table(report.samples, f"samples/step_{step:06d}.json")
         handle.log_dict(report.items, f"{ITEMS_FOLDER}/step_{step:06d}.json")
@@ -222,7 +230,7 @@ def _train(experiment, run, handle, run_dir: Path, flag: StopFlag, emit) -> RunO
                        save_strategy="steps", save_steps=experiment.run_settings.checkpoint_every,
                        save_total_limit=2)  # 2: when a kill cuts the newest short, the one before is complete
     trainer = TRAINERS[run.algorithm.name](
-        model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(train_records),
+        model=model, reward_funcs=train_funcs, args=args, train_dataset=Dataset.from_list(train_records),
         processing_class=tokenizer, algorithm=run.algorithm, kl=run.kl, sampler=run.sampler, reward_guard=guard,
         reward_clip=[spec.clip for spec in run.rewards.rewards], group_schedule=run.update.group_schedule,
         peft_config=_lora(run.model.lora), reference_model=reference,  # one frozen copy: evaluation's and PPO's

@@ -86,6 +86,18 @@ def resolve(spec: str) -> str:
     return value
 
 
+def resolve_tokenizer(spec: str) -> str:
+    """The folder or hub id of a tokenizer spec: a local folder needs only the tokenizer's files."""
+    kind, value = classify_spec(spec)
+    if kind != "local":
+        return resolve(spec)
+    folder = Path(value)
+    if not any((folder / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")):
+        raise UserError(f"{value} holds no tokenizer (no tokenizer.json or tokenizer_config.json); save one there with "
+                        "tokenizer.save_pretrained, or remove model.tokenizer to use the policy's own")
+    return value
+
+
 def _check_hub_reachable(repo_id: str) -> None:
     """Fail early, and clearly, when a hub model is not cached and the hub may not be contacted."""
     from huggingface_hub import constants, try_to_load_from_cache
@@ -101,10 +113,12 @@ def _check_hub_reachable(repo_id: str) -> None:
     )
 
 
-def load_policy(spec: str, *, dtype=None, device=None, stop_at_newline: bool = False):
+def load_policy(spec: str, *, dtype=None, device=None, stop_at_newline: bool = False, tokenizer: str | None = None):
     """(model, tokenizer) for `spec`, ready for batched generation.
 
     dtype            None or "auto" (the checkpoint's own), a torch.dtype, or its name ("float32", "bfloat16")
+    tokenizer        None (the policy's own), or a spec (folder, hub id) of another tokenizer; one whose
+                     vocabulary has ids beyond the model's embeddings is refused
     device           None (CPU) or anything `model.to` accepts
     stop_at_newline  every token holding a line break also ends generation (model.generation_config's
                      eos_token_id, which TRL's rollouts and mlgrpo's evaluation both read)
@@ -117,9 +131,14 @@ def load_policy(spec: str, *, dtype=None, device=None, stop_at_newline: bool = F
     source = resolve(spec)
     try:
         model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype), use_safetensors=True)
-        tokenizer = AutoTokenizer.from_pretrained(source)
     except OSError as exc:  # transformers reports missing files and failed downloads as OSError
         raise UserError(_load_failure(spec, source, exc)) from exc
+    tokenizer_spec, tokenizer_source = (spec, source) if tokenizer is None else (tokenizer, resolve_tokenizer(tokenizer))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    except OSError as exc:
+        raise UserError(_load_failure(tokenizer_spec, tokenizer_source, exc)) from exc
+    _check_vocabulary(model, tokenizer, spec, tokenizer_spec)
     prepare_tokenizer(tokenizer, spec)
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -128,6 +147,14 @@ def load_policy(spec: str, *, dtype=None, device=None, stop_at_newline: bool = F
     if device is not None:
         model.to(device)
     return model, tokenizer
+
+
+def _check_vocabulary(model, tokenizer, spec: str, tokenizer_spec: str) -> None:
+    """A tokenizer with ids the model has no embedding for fails at the first such token, deep in a run."""
+    rows = model.get_input_embeddings().num_embeddings
+    if len(tokenizer) > rows:
+        raise UserError(f"tokenizer {tokenizer_spec!r} has {len(tokenizer)} tokens but model {spec!r} embeds only "
+                        f"{rows}; use the model's own tokenizer (remove model.tokenizer) or one of its size")
 
 
 def prepare_tokenizer(tokenizer, spec: str = "the model") -> None:

@@ -330,3 +330,41 @@ def runs_table(comp: Comparison, metrics: list[str]) -> pd.DataFrame:
                 row[f"{metric} start"], row[f"{metric} end"] = first, last
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def change_table(comp: Comparison, metrics: list[str]) -> pd.DataFrame:
+    """Per arm and per-prompt metric: the change from the first evaluation (step 0) to the last, paired by seed
+    and prompt over every language, with its 95% interval (two-stage bootstrap over seeds, then prompts) and a
+    sign-flip p. What RL changed in each arm on its own, before any arm is compared with another (issue 26)."""
+    rows = []
+    for arm in comp.arms:
+        for metric in metrics:
+            first, last = _first_last(comp, arm, metric)
+            if first is None or not (~np.isnan(first) & ~np.isnan(last)).any():
+                continue
+            d = stats.paired_difference(last, first, n_boot=N_BOOT, seed=0)
+            rows.append({"arm": arm, "metric": metric, "start": float(np.nanmean(first)), "end": float(np.nanmean(last)),
+                         "change": d.mean, "low": d.low, "high": d.high, "p": d.p_value, "pairs": d.n_pairs,
+                         "seeds": d.n_seeds})
+    return pd.DataFrame(rows, columns=["arm", "metric", "start", "end", "change", "low", "high", "p", "pairs", "seeds"])
+
+
+def _first_last(comp: Comparison, arm: str, metric: str) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(S, n) per-prompt scores of the first and the last evaluation, prompts keyed by (language, id); None when
+    no run of the arm logged the metric per prompt at two evaluations."""
+    scored = {}
+    for seed, run in comp.runs[arm].items():
+        first, last = comp.items(run, last=False), comp.items(run)
+        if first is not last and first and last and metric in first and metric in last:
+            scored[seed] = [{(lang, item): v for item, lang, v in zip(x["id"], x["language"], x[metric])
+                             if v is not None and math.isfinite(v)} for x in (first, last)]
+    if not scored:
+        return None, None
+    keys = sorted({k for pair in scored.values() for k in pair[0].keys() | pair[1].keys()})
+    out = np.full((2, len(comp.seeds), len(keys)), math.nan)
+    for i, seed in enumerate(comp.seeds):
+        for j, key in enumerate(keys):
+            for which in (0, 1):
+                if seed in scored and key in scored[seed][which]:
+                    out[which, i, j] = scored[seed][which][key]
+    return out[0], out[1]

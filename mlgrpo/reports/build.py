@@ -110,6 +110,10 @@ def _assemble(comp: Comparison, folder: Path, progress, settings: ReportConfig) 
                              "an arm that does not log a diagnostic has no row for it."),
         "cost": Table("cost", "Cost", analysis.cost_table(comp),
                       "Mean over seeds; ratio rows divide each arm by the baseline arm."),
+        "change": Table("change", "Change since step 0, per arm", analysis.change_table(comp, comp.item_metrics()),
+                        "Last evaluation minus the first (step 0) on the same held-out prompts, paired by seed and "
+                        "prompt over every language; 95% CI by a two-stage bootstrap (seeds, then prompts); p from "
+                        "a sign-flip permutation test. pass_at_1 is sampled at each arm's training temperature."),
         "runs": Table("runs", "Every run, start and end", analysis.runs_table(comp, headline),
                       "Macro held-out value of each headline metric at the first and the last evaluation."),
     }
@@ -119,7 +123,8 @@ def _assemble(comp: Comparison, folder: Path, progress, settings: ReportConfig) 
         answer,
         Section("Setup", bullets=_setup(comp), tables=[tables["differences"]], collapsed=True),
         Section("Training curves", figures=figures["curves"], collapsed=True),
-        Section("Final metrics", tables=[tables["final_metrics"], tables["runs"]], figures=figures["final"],
+        Section("Final metrics", tables=[tables["final_metrics"], tables["change"], tables["runs"]],
+                figures=figures["final"],
                 collapsed=True),
         Section("Paired differences, every metric", tables=[tables["paired_differences"]], collapsed=True),
         Section("Stability", tables=[tables["stability"], tables["diagnostics"]], collapsed=True),

@@ -42,10 +42,10 @@ class Comparison:
 
     # ------------------------------------------------------------------ evaluation
 
-    def items(self, run: RunRecord) -> dict | None:
-        """The per-prompt scores of the run's last evaluation, or None when it logged none."""
+    def items(self, run: RunRecord, last: bool = True) -> dict | None:
+        """The per-prompt scores of the run's last (or first: step 0) evaluation, or None when it logged none."""
         paths = sorted(p for p in run.artifacts if p.startswith(ITEMS_FOLDER) and run.artifacts[p])
-        return run.artifacts[paths[-1]] if paths else None
+        return run.artifacts[paths[-1] if last else paths[0]] if paths else None
 
     def samples(self, run: RunRecord, last: bool = True) -> list[dict]:
         """Sample generations ({"id", "language", "prompt", "completion", "answers", scores...}) of the

@@ -2,6 +2,7 @@
 bad rewards. YAML maps 1:1 onto these fields; unknown keys are errors naming the closest valid key.
 
     on_bad_reward: zero            # or fail (see guard.py)
+    control: none                  # or shuffle / random: a random-reward control arm (control.py)
     rewards:
       - name: exact_match          # a registered reward
         weight: 1.0                # its weight in TRL's weighted sum (0: logged, not trained on)
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from mlgrpo.errors import UserError
+from mlgrpo.rewards.control import CONTROLS
 from mlgrpo.rewards.guard import ON_BAD_REWARD
 from mlgrpo.rewards.registry import REQUIRED, closest, get_reward
 from mlgrpo.rewards.transform import LanguageAffine
@@ -133,10 +135,16 @@ class RewardConfig:
 
     rewards: tuple[RewardSpec, ...]
     on_bad_reward: str = "zero"
+    # A random-reward control arm (control.py): "shuffle" permutes each batch's rewards among its completions,
+    # "random" redraws them at the batch's firing rate; "none" trains on the real rewards. Evaluation is real.
+    control: str = "none"
 
     def __post_init__(self) -> None:
         if not self.rewards:
             raise UserError("rewards: at least one reward is needed (e.g. - name: exact_match)")
+        if self.control not in CONTROLS:
+            raise UserError(f"control must be one of {', '.join(CONTROLS)}, got {self.control!r}"
+                            f"{closest(str(self.control), CONTROLS)}")
         if self.on_bad_reward not in ON_BAD_REWARD:
             raise UserError(f"on_bad_reward must be one of {', '.join(ON_BAD_REWARD)}, got "
                             f"{self.on_bad_reward!r}{closest(str(self.on_bad_reward), ON_BAD_REWARD)}")
@@ -150,7 +158,7 @@ class RewardConfig:
         if not isinstance(items, Sequence) or isinstance(items, str):
             raise UserError(f"{where}: rewards must be a list of rewards, got {items!r}")
         specs = tuple(_spec_from_dict(item, f"{where}: rewards[{i}]") for i, item in enumerate(items))
-        return cls(rewards=specs, on_bad_reward=data.get("on_bad_reward", "zero"))
+        return cls(rewards=specs, on_bad_reward=data.get("on_bad_reward", "zero"), control=data.get("control", "none"))
 
 
 def _reject_unknown(data: Any, valid: set[str], where: str) -> None:

@@ -29,10 +29,10 @@ def test_each_arm_gets_an_estimate_that_follows_what_it_holds(gemma):
     arms = {a.arm: a for a in plan.arms}
     assert set(arms) == {"ppo", "grpo", "grpo-lang-std"}
     weights = arms["grpo"].terms["weights"]
-    assert weights == pytest.approx(268_098_176 * 4 + 368_640 * 4)  # fp32 base + the r=8 q/v adapter
+    assert weights == pytest.approx(268_098_176 * 4 + 3_796_992 * 4)  # fp32 base + the r=16 all-linear adapter
     assert arms["grpo"].peak == arms["grpo-lang-std"].peak  # the same model, batch and no critic
     # PPO's LoRA critic: its own adapter and head with AdamW, not a second 1 GB model
-    assert arms["ppo"].terms["critic"] == pytest.approx(368_640 * 16 + (640 + 1) * 16)
+    assert arms["ppo"].terms["critic"] == pytest.approx(3_796_992 * 16 + (640 + 1) * 16)
     assert arms["ppo"].terms["activations"] == pytest.approx(2 * arms["grpo"].terms["activations"])
 
 

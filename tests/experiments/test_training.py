@@ -94,10 +94,21 @@ def test_grpo_config_applies_the_platform_fields(tmp_path):
     assert (args.seed, args.run_name, args.learning_rate, args.num_generations) == (7, "grpo-seed7", 2e-4, 8)
     assert args.report_to == []  # "none": metrics leave through mlgrpo's tracking only
     assert args.save_strategy == "no"
-    if not torch.cuda.is_available():  # a GPU recipe (bf16: true) validates and runs on CPU
-        assert args.use_cpu and not args.bf16 and not args.fp16
+    if not torch.cuda.is_available():  # a GPU recipe (bf16: true) validates and runs on CPU, with bf16 acting
+        assert args.use_cpu and args.bf16 and not args.fp16
+        unset = grpo_config(SimpleNamespace(**{**vars(run), "training": BASE}), str(tmp_path / "out"))
+        assert not unset.bf16 and not unset.fp16  # TRL's own default (bf16 on) would be slow CPU autocast
     forced = grpo_config(run, str(tmp_path / "out"), save_strategy="steps", save_steps=3, reward_weights=[1.0, 0.5])
     assert (forced.save_strategy, forced.save_steps, forced.reward_weights) == ("steps", 3, [1.0, 0.5])
+
+
+def test_fp16_without_cuda_is_refused_naming_it(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("fp16 runs where there is CUDA; this checks a machine without it")
+    with pytest.raises(UserError, match=r"^fp16: true needs a CUDA GPU.*set bf16: true instead"):
+        build_grpo_config({**BASE, "fp16": True}, str(tmp_path), seed=0, run_name="x")
 
 
 def test_trl_own_validation_applies(tmp_path):

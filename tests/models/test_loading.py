@@ -117,3 +117,18 @@ def test_build_info_is_not_needed_to_load(built, tmp_path):
     (folder / "build_info.json").unlink()
     model, _ = load_policy(str(folder))
     assert json.loads((folder / "config.json").read_text())["model_type"] == model.config.model_type
+
+
+def test_another_tokenizer_reaches_the_model_and_a_larger_one_is_refused(built, tmp_path):
+    from transformers import AutoTokenizer
+
+    own = AutoTokenizer.from_pretrained(built[1])
+    own.model_max_length = 77  # a mark that only the copy carries
+    own.save_pretrained(tmp_path / "marked")
+    _, tokenizer = load_policy(str(built[1]), tokenizer=str(tmp_path / "marked"))
+    assert tokenizer.model_max_length == 77 and tokenizer.padding_side == "left"
+    rows = len(own)
+    own.add_tokens([f"<extra{i}>" for i in range(rows)])  # ids beyond the model's embedding rows
+    own.save_pretrained(tmp_path / "larger")
+    with pytest.raises(UserError, match=r"has \d+ tokens but model .* embeds only \d+; use the model's own tokenizer"):
+        load_policy(str(built[1]), tokenizer=str(tmp_path / "larger"))
