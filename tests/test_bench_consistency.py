@@ -61,3 +61,18 @@ def test_test_sources_are_unseen_and_cover_the_languages():
         for language, english, translation in sources.source_triples(name)[:200]:
             assert corpus.fold(translation) != corpus.fold(english)
             assert corpus.fold(translation) not in sources._trained(language), (name, language, translation)
+
+
+def test_a_section_written_into_another_file_survives_its_owner_rewriting_it(tmp_path):
+    """bench_consistency writes its 'unseen' section into the data card that bench_langid rewrites whole:
+    bench_langid keeps the sections it finds (`kept_sections`)."""
+    from bench._report import kept_sections, write_section
+
+    card = tmp_path / "card.md"
+    card.write_text("# Card\n\nold body\n", encoding="utf-8")
+    write_section("unseen", "Unseen", "figures", "cmd", card)
+    text = card.read_text(encoding="utf-8")
+    assert text.startswith("# Card\n\nold body") and "<!-- begin:unseen -->\n## Unseen" in text and "figures" in text
+    kept = kept_sections(card)
+    assert kept.startswith("<!-- begin:unseen -->") and kept.endswith("<!-- end:unseen -->") and "old body" not in kept
+    assert kept_sections(tmp_path / "missing.md") == ""
