@@ -24,8 +24,9 @@ A segment counts for the row's language when
    are calibrated (`mlgrpo.langid`), so a neighbour's translation (Portuguese in a Spanish row) gets the
    Spanish a small probability, while a text that is Spanish and Portuguese alike keeps a fair share.
    Text the identifier cannot judge counts for the row. Han text without kana, when both Chinese and
-   Japanese are candidates, is judged on its characters and character pairs alone (both write "三百九十六"
-   alike; 删除 and 名字 are Chinese, 削除 and 名前 Japanese): `mlgrpo.langid.combined.chinese_or_japanese`.
+   Japanese are candidates, is judged between those two alone, and text of numerals and date characters alone
+   counts for both (both write "三百九十六" alike; 删除 and 名字 are Chinese, 削除 and 名前 Japanese):
+   `mlgrpo.langid.combined.chinese_or_japanese`.
 5. a segment judged against, all of whose words the row's language lists at Zipf >= LOAN_ZIPF in wordfreq
    (loanwords it writes: "email" is listed for Danish at 3.7), counts after all when another segment of the
    same completion counts: "Email (valgfri)" is Danish UI text, while the English answer "Email (optional)"
@@ -266,8 +267,7 @@ def clear_caches() -> None:
 
 
 def _han_cached(texts: tuple[str, ...]) -> dict[str, dict]:
-    """Han text without kana between Chinese and Japanese: judged on its characters and character pairs alone
-    (`mlgrpo.langid.combined.chinese_or_japanese`), cached."""
+    """Han text without kana between Chinese and Japanese alone (`mlgrpo.langid.combined.chinese_or_japanese`), cached."""
     missing = tuple(t for t in texts if t not in _HAN)
     if missing:
         from mlgrpo.langid.combined import chinese_or_japanese
