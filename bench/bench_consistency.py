@@ -1,22 +1,27 @@
-"""Benchmark: is language consistency right on real text? Correct text must be judged in its language,
-a neighbour's translation of the same message and an English answer must not.
+"""Benchmark: is language consistency right on real text it was never tuned on? Correct text must be judged in
+its language, a neighbour's translation of the same message and an English answer must not.
 
 `mlgrpo.rewards.language_consistency` > 0.5 means "in the row's language". Candidates: the 27 languages of
-bench/langid_texts.py, so that every neighbour competes. Texts none of which mlgrpo's language model
-trained on (the corpus's test split, and the Sphinx and django-allauth catalogues):
-- correct: the built-in suites' references (numbers, dates: SUITE_ITEMS items of each suite in each of its
-  languages, drawn with the seed), every UI translation (they keep product names and acronyms: "GIMP",
-  "PEM", "Sphinx") and CLDR word of the split;
+bench/langid_texts.py, so that every neighbour competes. The splits are whole catalogues (issue 28), so that
+a constant chosen on one project's wording is tested on another's (`bench/consistency_sources.py`):
+- the report: TEST_SOURCES, catalogues nothing in mlgrpo trains or tunes on (django CMS, Oscar, humanize,
+  mkdocs-material), up to PER_SOURCE texts per source, language and kind; per language the share with its 95%
+  Wilson interval and the worst source, per neighbour pair, per source; and `mlgrpo langid`'s speed against
+  langdetect's through the CLI on these texts, in the same run (`bench.bench_langid.cli_speed`);
+- below it, as before issue 28, the corpus's test split (held-out rows of the catalogues the model trains on),
+  the built-in suites' references (numbers, dates) and the Sphinx and allauth test halves (`build_sets`);
+- `--tune`: the corpus's tune split and the whole TUNE_SOURCES (Sphinx, django-allauth), for MIN_PROBABILITY.
+Kinds of text, in every set:
+- correct: the source's translations (they keep product names and acronyms: "GIMP", "PEM", "Sphinx");
 - neighbour: the translation of the same English message into a close neighbour of the row's language
   (PAIRS), where it is spelled differently from anything the row's language writes in the sources and
   is not made of common words of the row's language alone (Spanish "Sobre este documento" is Portuguese
   too; `mlgrpo.langid.lexicon`); both judged on the words the judge counts (`voting_text`: "inválido
   numfig_format:" is Portuguese as much as Spanish);
 - English: the English message itself as the answer to a non-English row, on the same terms.
-Every such text of the split is judged (no sample: the pools hold 100-1,300 texts a language, 120-390 a pair).
-Goals: correct >= 0.97 in every language; neighbour and English <= 0.05.
+Goals: correct >= 0.97 in every language; neighbour and English <= 0.05; `mlgrpo langid` >= 20x langdetect.
 
-    OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_consistency           # the report's section
+    OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_consistency           # the report's section and the data card's
     OMP_NUM_THREADS=1 .venv/bin/python -m bench.bench_consistency --tune    # choose MIN_PROBABILITY
 """
 
