@@ -5,7 +5,9 @@ whole packages (issue 28):
 - TUNE_SOURCES: Sphinx's and django-allauth's catalogues, on which the judge's constants were chosen
   (`bench.bench_consistency --tune`; until issue 28 half of each was the test set);
 - TEST_SOURCES: catalogues that nothing in mlgrpo trains or tunes on: django CMS's, Oscar's (e-commerce),
-  humanize's (times, sizes, numbers in words) .mo files, and mkdocs-material's JSON-like locale templates.
+  humanize's (times, sizes, numbers in words) and edx-proctoring's (Open edX exams; the only PyPI catalogue with
+  Swahili found that installs beside mlgrpo's pins: Kolibri's pins Django < 4) .mo files, and mkdocs-material's
+  JSON-like locale templates.
   The dev extra installs them (pinned); none of them is a corpus source (`mlgrpo.langid.corpus.SOURCES`), and a
   test checks that none of their packages is read by it.
 Every source gives (language, English, translation) triples, cleaned as the corpus cleans text
@@ -70,10 +72,12 @@ TEST_SOURCES: dict[str, Callable[[], list[Triple]]] = {
     "django-oscar": _catalogue("oscar"),
     "humanize": _catalogue("humanize"),
     "mkdocs-material": _material,
+    "edx-proctoring": _catalogue("edx_proctoring"),  # Open edX's exam proctoring: the one with Swahili (sw_KE)
 }
 # The distribution behind each source, for the data card and the dev extra.
 PACKAGES = {"sphinx": "sphinx", "django-allauth": "django-allauth", "django-cms": "django-cms",
-            "django-oscar": "django-oscar", "humanize": "humanize", "mkdocs-material": "mkdocs-material"}
+            "django-oscar": "django-oscar", "humanize": "humanize", "mkdocs-material": "mkdocs-material",
+            "edx-proctoring": "edx-proctoring"}
 
 
 @functools.cache
