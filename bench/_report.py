@@ -36,10 +36,10 @@ def markdown_table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def write_section(name: str, title: str, body: str, command: str) -> Path:
-    """Replace (or append) the section `name` of reports/benchmarks.md."""
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    text = REPORT.read_text(encoding="utf-8") if REPORT.exists() else HEADER
+def write_section(name: str, title: str, body: str, command: str, path: Path = REPORT) -> Path:
+    """Replace (or append) the section `name` of reports/benchmarks.md (or of the markdown file `path`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text(encoding="utf-8") if path.exists() else HEADER
     section = (
         f"<!-- begin:{name} -->\n## {title}\n\n"
         f"Command: `{command}` ({date.today().isoformat()}, {machine()})\n\n"
@@ -50,5 +50,11 @@ def write_section(name: str, title: str, body: str, command: str) -> Path:
         text = pattern.sub(lambda _: section, text)
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
-    REPORT.write_text(text, encoding="utf-8")
-    return REPORT
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def kept_sections(path: Path) -> str:
+    """The `<!-- begin:NAME -->...<!-- end:NAME -->` sections of `path` (other benchmarks' parts of a file one rewrites)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return "\n\n".join(m.group(0) for m in re.finditer(r"<!-- begin:([\w-]+) -->.*?<!-- end:\1 -->", text, re.S))

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench._report import markdown_table, write_section
+from bench._report import kept_sections, markdown_table, write_section
 from bench.langid_texts import KINDS, LANGUAGES, BenchText, ambiguous_counts, sample
 from mlgrpo.langid import LanguageIdentifier
 from mlgrpo.langid.registry import BACKENDS, calibrate
@@ -257,7 +257,7 @@ def write_card(texts, guesses) -> Path:
         "never trained on):",
         markdown_table(["language", "training texts", "ngram accuracy", "default accuracy"], rows),
         f"Languages in the model: {' '.join(model.languages)}.",
-    ])
+    ] + [kept for kept in [kept_sections(CARD)] if kept])  # the consistency benchmark's part (`bench.bench_consistency`)
     CARD.write_text(body + "\n", encoding="utf-8")
     return CARD
 

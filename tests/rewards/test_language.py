@@ -115,12 +115,13 @@ def test_han_numerals_and_dates_count_for_chinese_and_japanese_alike():
     assert score(["删除"], ["ja"], candidates=LANGUAGES) == [0.0]
 
 
-def test_japanese_words_of_chinese_characters_are_told_by_character_pairs():
+def test_japanese_words_of_chinese_characters_are_told_apart():
     # 名前 (name) and 最終更新 (last updated) are Japanese, 名字 and 最后更新 Chinese: each character of 名前 is
-    # Chinese too, so characters alone let it through in a Chinese row; the pair does not.
-    japanese, chinese = ["名前", "最終更新"], ["名字", "最后更新"]
-    assert score(japanese + chinese, ["ja", "ja", "zh", "zh"], candidates=LANGUAGES) == [1.0] * 4
-    assert score(japanese + chinese, ["zh", "zh", "ja", "ja"], candidates=LANGUAGES) == [0.0] * 4
+    # Chinese too, so characters alone let it through in a Chinese row; the model's n-grams and words do not.
+    # Oscar's 郵便番号 (postcode) and 市区町村 (municipality) are Japanese words of characters Chinese writes too.
+    japanese, chinese = ["名前", "最終更新", "郵便番号", "市区町村"], ["名字", "最后更新", "邮政编码"]
+    assert score(japanese + chinese, ["ja"] * 4 + ["zh"] * 3, candidates=LANGUAGES) == [1.0] * 7
+    assert score(japanese + chinese, ["zh"] * 4 + ["ja"] * 3, candidates=LANGUAGES) == [0.0] * 7
 
 
 def test_same_script_languages_go_through_the_identifier():
