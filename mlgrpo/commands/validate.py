@@ -34,8 +34,16 @@ def validate(args: argparse.Namespace) -> int:
     from mlgrpo.experiments.memory import plan_memory
 
     experiment = load_experiment(args.experiment)
+    from mlgrpo.experiments.cluster import check_shared_output
+    from mlgrpo.experiments.runner import placement_lines
+
+    check_shared_output(experiment)
+    placement = placement_lines(experiment, experiment.plan(), experiment.run_settings.workers)
     memory = plan_memory(experiment)
-    print(json.dumps(plan_json(experiment, memory), ensure_ascii=False) if args.json else render(experiment, memory))
+    if args.json:
+        print(json.dumps({**plan_json(experiment, memory), "placement": placement}, ensure_ascii=False))
+    else:
+        print(render(experiment, memory).removesuffix("OK") + "\n".join(placement) + "\n\nOK")
     return 0
 
 
