@@ -71,8 +71,8 @@ class MlflowServer:
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", self.backend_uri,
                    "--host", self.host, "--port", str(self.port), "--workers", "1"]
-        if self.artifacts_destination is not None:
-            command += ["--artifacts-destination", str(self.artifacts_destination)]
+        if self.artifacts_destination is not None:  # clients upload and download through the server
+            command += ["--serve-artifacts", "--artifacts-destination", str(self.artifacts_destination)]
         return command
 
     def start(self) -> MlflowServer:
