@@ -35,11 +35,26 @@ def import_ray():
     return ray
 
 
-def resources(experiment, run) -> dict:
+def resources(experiment, run, peaks: dict | None = None) -> dict:
     """What one run's task holds: its GPUs, one CPU per rank (each worker trains with one thread on CPU), and
-    the memory validate estimates for its arm (on a GPU run the estimate is GPU memory: Ray is not told)."""
+    on CPU runs the RAM validate estimates for its arm (`peaks`: arm -> bytes), so that Ray does not start
+    more runs on a node than its memory holds. A GPU run's estimate is GPU memory, which the GPUs it holds
+    already reserve."""
     gpus = experiment.run_settings.gpus_per_run or 0
-    return {"num_gpus": gpus, "num_cpus": max(1, gpus)}
+    held = {"num_gpus": gpus, "num_cpus": max(1, gpus)}
+    if not gpus and peaks and run.arm in peaks:
+        held["memory"] = int(peaks[run.arm])
+    return held
+
+
+def estimated_peaks(experiment) -> dict:
+    """{arm: estimated peak bytes} on CPU (experiments/memory.py), or {} where there is no estimate."""
+    from mlgrpo.experiments.memory import plan_memory
+
+    memory = plan_memory(experiment)
+    if isinstance(memory, str) or memory.device != "cpu":
+        return {}
+    return {arm.arm: arm.peak for arm in memory.arms}
 
 
 def describe(experiment, runs) -> list[str]:
@@ -63,7 +78,9 @@ def run_on_ray(experiment, path: str, runs, *, tracking_uri, indexed: bool, dry_
     if not uri.startswith(("http://", "https://", "postgresql", "mysql")):
         print(f"note: the tracking store is a file on this machine ({uri.split('://')[0]}); tasks on other machines "
               "cannot write to it: use a tracking server (docs/distributed.md)", file=stream, flush=True)
-    ray.init(address=os.environ.get("RAY_ADDRESS") or None, log_to_driver=False, include_dashboard=False)
+    address = os.environ.get("RAY_ADDRESS")
+    # Ray's task logs would interleave with the board: each run's own log stays on its node (worker.log).
+    ray.init(address=address, log_to_driver=False, **({} if address else {"include_dashboard": False}))
     outcomes: list[dict] = []
     tasks: dict = {}
     try:
@@ -74,9 +91,10 @@ def run_on_ray(experiment, path: str, runs, *, tracking_uri, indexed: bool, dry_
         messages = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})  # dies only with the driver
         remote = ray.remote(_task)
         absolute = str(Path(path).resolve())
+        peaks = estimated_peaks(experiment) if not experiment.run_settings.gpus_per_run else {}
         for index, run, run_id in pending:
             ref = remote.options(name=run.run_name, max_retries=RETRIES, retry_exceptions=False,
-                                 **resources(experiment, run)).remote(
+                                 **resources(experiment, run, peaks)).remote(
                 absolute, index, uri, run_id, str(output_root(experiment).resolve() / run.run_name), messages)
             tasks[ref] = (run.run_name, run_id, time.perf_counter())
         print(f"{len(pending)} run(s) submitted to the Ray cluster ({_nodes(ray)})", file=stream, flush=True)
