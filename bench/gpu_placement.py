@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,7 @@ def _run(text: str, timeout: float, *args: str) -> tuple[subprocess.CompletedPro
         if experiment is not None:
             children = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])
                         if "mlflow.parentRunId" in r.data.tags}
+    shutil.rmtree(folder, ignore_errors=True)  # the runs' numbers are read; their checkpoints are not kept
     return result, children, seconds
 
 

@@ -73,17 +73,19 @@ def run_on_ray(experiment, path: str, runs, *, tracking_uri, indexed: bool, dry_
         return 0
     ray = import_ray()
     check_output(output_root(experiment), experiment.run_settings.min_free_mb)
-    board = ProgressBoard(len(runs), stream)
-    uri, parent, pending = open_runs(experiment, path, runs, tracking_uri, board, indexed=indexed)
-    if not uri.startswith(("http://", "https://", "postgresql", "mysql")):
-        print(f"note: the tracking store is a file on this machine ({uri.split('://')[0]}); tasks on other machines "
-              "cannot write to it: use a tracking server (docs/distributed.md)", file=stream, flush=True)
     address = os.environ.get("RAY_ADDRESS")
-    # Ray's task logs would interleave with the board: each run's own log stays on its node (worker.log).
+    # Before any MLflow run is opened: an unreachable cluster leaves nothing RUNNING. Ray's task logs would
+    # interleave with the board: each run's own output stays on its node.
     ray.init(address=address, log_to_driver=False, **({} if address else {"include_dashboard": False}))
     outcomes: list[dict] = []
     tasks: dict = {}
+    parent = None
     try:
+        board = ProgressBoard(len(runs), stream)
+        uri, parent, pending = open_runs(experiment, path, runs, tracking_uri, board, indexed=indexed)
+        if not uri.startswith(("http://", "https://", "postgresql", "mysql")):
+            print(f"note: the tracking store is a file on this machine ({uri.split('://')[0]}); tasks on other "
+                  "machines cannot write to it: use a tracking server (docs/distributed.md)", file=stream, flush=True)
         from ray.util.queue import Empty, Queue
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -109,6 +111,8 @@ def run_on_ray(experiment, path: str, runs, *, tracking_uri, indexed: bool, dry_
                     print(f"  {name}: {outcomes[-1]['message']}", file=stream, flush=True)
         _drain(messages, board, Empty)
     except KeyboardInterrupt:
+        if parent is None:  # before any run was opened: nothing to stop
+            raise
         print("interrupted: stopping runs at the next step boundary ...", file=stream, flush=True)
         for ref in tasks:
             ray.cancel(ref)  # a KeyboardInterrupt inside the task: execute_run saves and marks the run KILLED
@@ -131,8 +135,6 @@ def _drain(messages, board: ProgressBoard, empty) -> None:
             message = messages.get_nowait()
         except empty:
             return
-        if "note" in message:
-            print(f"  {message['run']}: {message['note']}", file=board.stream, flush=True)
         board.update(message)
 
 

@@ -35,6 +35,12 @@ def test_dry_run_prints_the_placement_and_refuses_more_gpus_than_visible(tmp_pat
     assert result.returncode == 0, result.stderr[-2000:]
     assert "placement: 2 run(s) in 2 worker(s), 1 wave(s); 2 GPU(s) visible (4,6), 1 per run" in result.stderr
     assert "ppo-seed0                    GPU 4" in result.stderr and "grpo-seed0                   GPU 6" in result.stderr
+    validate = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "validate", "trimmed.yaml"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "4,6"})
+    assert validate.returncode == 0, validate.stderr[-2000:]
+    assert "placement: 2 run(s) in 2 worker(s), 1 wave(s); 2 GPU(s) visible (4,6)" in validate.stdout
+    assert validate.stdout.rstrip().endswith("OK")
     refused = run(tmp_path, "--dry-run", devices="0", gpus_per_run=2)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "run.gpus_per_run is 2 but this machine shows 1 GPU(s) (0)" in refused.stderr
