@@ -15,7 +15,7 @@ from mlgrpo import __version__
 from mlgrpo.errors import UserError
 
 # In data-flow order; `mlgrpo --help` lists them this way.
-COMMAND_MODULES = ("data", "suites", "langid", "model", "validate", "run", "eval", "report", "ui")
+COMMAND_MODULES = ("data", "suites", "langid", "model", "validate", "run", "eval", "report", "ui", "server")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

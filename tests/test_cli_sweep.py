@@ -42,6 +42,8 @@ NONEXISTENT_INPUTS = [
     (["report", "no-such-experiment"], "no MLflow store at"),  # the default ./mlflow.db is not created
     (["ui"], "no MLflow store at"),
     (["ui", "--tracking-uri", "sqlite:///{nowhere}/mlflow.db"], "no MLflow store at"),
+    (["server", "--backend-store-uri", "sqlite:///{nowhere}/mlflow.db", "--artifacts-destination", "artifacts"],
+     "does not exist"),
 ]
 # Commands that read no file, or whose only file is an output.
 NO_INPUT = {"suites", "suites list", "suites cards", "model build-tiny"}

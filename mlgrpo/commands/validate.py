@@ -38,10 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def validate(args: argparse.Namespace) -> int:
     from mlgrpo.experiments import load_experiment
-
+    from mlgrpo.experiments.cluster import check_shared_output
     from mlgrpo.experiments.memory import plan_memory
+    from mlgrpo.experiments.runner import placement_lines
 
     experiment = load_experiment(args.experiment)
+    check_shared_output(experiment)
+    placement = placement_lines(experiment, experiment.plan(), experiment.run_settings.workers)
     memory = plan_memory(experiment)
     probes = None
     if args.probe:
@@ -52,12 +55,12 @@ def validate(args: argparse.Namespace) -> int:
             raise UserError(f"--probe-prompts must be at least 1, got {args.probe_prompts}")
         probes = run_probe(experiment, args.probe_prompts)
     if args.json:
-        plan = plan_json(experiment, memory)
+        plan = {**plan_json(experiment, memory), "placement": placement}
         if probes is not None:
             plan["probe"] = [p.to_json() for p in probes]
         print(json.dumps(plan, ensure_ascii=False))
     else:
-        text = render(experiment, memory)
+        text = render(experiment, memory).removesuffix("OK") + "\n".join(placement) + "\n\nOK"
         if probes is not None:
             text = text.removesuffix("OK") + "\n".join(probe_lines(probes, experiment)) + "\n\nOK"
         print(text)

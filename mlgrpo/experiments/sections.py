@@ -20,6 +20,7 @@ from mlgrpo.errors import UserError
 from mlgrpo.experiments.fields import FieldError, closest
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+BACKENDS = ("local", "ray")
 DEFAULT_EVAL_SHARE = 0.2  # the suites' default (mlgrpo.data.suites.loader), repeated to keep imports light
 # Names become folder names, MLflow run names and metric tags.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -236,8 +237,22 @@ class RunSettings:
     # Refuse to start when output_dir's filesystem has less free space than this (MB): a disk that fills
     # mid-run loses the checkpoint being written. 0 turns the check off.
     min_free_mb: int = 200
+    # GPUs each run trains on (placement.py): None is 1 where GPUs are visible, else 0 (CPU workers). A run
+    # with more than one is launched with that many ranks (torchrun) on exactly its GPUs.
+    gpus_per_run: int | None = None
+    # Where runs execute: "local" (worker processes on this machine) or "ray" (tasks on the Ray cluster
+    # RAY_ADDRESS names; pip install -e ".[ray]").
+    backend: str = "local"
+    # output_dir is on storage every node reaches (NFS, a cluster filesystem): required with backend ray,
+    # whose runs resume on whichever node is free from checkpoints another node wrote.
+    output_shared: bool = False
 
     def __post_init__(self) -> None:
+        if self.gpus_per_run is not None and self.gpus_per_run < 0:
+            raise FieldError("gpus_per_run", f"must be >= 0 (0: CPU workers), got {self.gpus_per_run}")
+        if self.backend not in BACKENDS:
+            raise FieldError("backend", f"must be one of {', '.join(BACKENDS)}, got {self.backend!r}"
+                                        f"{closest(self.backend, BACKENDS)}")
         if self.min_free_mb < 0:
             raise FieldError("min_free_mb", f"must be >= 0 (MB), got {self.min_free_mb}")
         if isinstance(self.workers, str) and self.workers != "auto":

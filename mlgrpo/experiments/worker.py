@@ -142,9 +142,10 @@ def claim_run_folder(run_dir: Path, experiment_name: str, run_name: str, config_
 
 
 def execute_run(experiment_path: str, run_index: int, tracking_uri: str, child_run_id: str | None, run_dir: str,
-                emit=lambda message: None, threads: int = 1) -> RunOutcome:
+                emit=lambda message: None, threads: int = 1, tags: dict | None = None) -> RunOutcome:
     """Train and evaluate run `run_index` of the experiment's plan, logging to the MLflow run `child_run_id`
-    (None on the ranks other than the main one of a distributed launch: they train and nothing else)."""
+    (None on the ranks other than the main one of a distributed launch: they train and nothing else), with
+    `tags` added to it (where it runs, for a run placed by Ray)."""
     from mlgrpo.runtime import configure_threads
 
     configure_threads(threads)
@@ -158,6 +159,7 @@ def execute_run(experiment_path: str, run_index: int, tracking_uri: str, child_r
     handle = None
     if child_run_id is not None:
         handle = Tracker.open(tracking_uri, experiment.tracking_experiment).attach(child_run_id)
+        handle.set_tags(tags or {})
     started = time.perf_counter()
     try:
         outcome = _train(experiment, run, handle, Path(run_dir), flag, emit)

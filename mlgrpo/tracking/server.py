@@ -13,6 +13,7 @@ look an experiment up by name.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -25,6 +26,8 @@ from mlgrpo.errors import UserError
 from mlgrpo.tracking.uris import is_http, mask_uri, server_answers, sqlite_path
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# MLflow's clients send these as HTTP basic credentials; the same pair on every node, and on the server.
+USER_VAR, PASSWORD_VAR = "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"
 
 
 def _socket(host: str) -> socket.socket:
@@ -53,8 +56,12 @@ class MlflowServer:
     """`mlflow server` for one backend store. port=0 picks a free port."""
 
     def __init__(self, backend_uri: str, *, host: str = "127.0.0.1", port: int = 0,
-                 artifacts_destination: str | Path | None = None, log_path: str | Path | None = None):
+                 artifacts_destination: str | Path | None = None, log_path: str | Path | None = None,
+                 credentials: tuple[str, str] | None = None):
+        """credentials: (user, password) that every request must carry (MLflow's basic-auth app, its user
+        store a SQLite file beside the log). Required to bind an address other machines reach."""
         self.backend_uri, self.host = backend_uri, host
+        self.credentials = credentials
         self.port = port or free_port(host)
         self.artifacts_destination = artifacts_destination
         if log_path is None:
@@ -69,16 +76,42 @@ class MlflowServer:
         return f"http://{'127.0.0.1' if host in ('0.0.0.0', '[::]') else host}:{self.port}"
 
     def command(self) -> list[str]:
-        command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", self.backend_uri,
-                   "--host", self.host, "--port", str(self.port), "--workers", "1"]
-        if self.artifacts_destination is not None:
-            command += ["--artifacts-destination", str(self.artifacts_destination)]
+        # The backend URI (a database password in it) goes in the environment (MLFLOW_BACKEND_STORE_URI,
+        # _env): a command line is readable by every user of the machine (ps).
+        command = [sys.executable, "-m", "mlflow", "server", "--host", self.host, "--port", str(self.port),
+                   "--workers", "1"]
+        if self.artifacts_destination is not None:  # clients upload and download through the server
+            command += ["--serve-artifacts", "--artifacts-destination", str(self.artifacts_destination)]
+        if self.credentials is not None:
+            command += ["--app-name", "basic-auth"]
         return command
+
+    def _auth_env(self) -> dict[str, str]:
+        """The basic-auth app's settings: an ini naming the admin user (the password travels in the
+        environment, never in the command line, a file or the log) and its user store."""
+        if self.credentials is None:
+            return {}
+        user, password = self.credentials
+        folder = Path(tempfile.mkdtemp(prefix="mlgrpo-auth-"))  # 0700
+        ini = folder / "basic_auth.ini"
+        ini.write_text(f"[mlflow]\ndefault_permission = READ\ndatabase_uri = sqlite:///{folder}/basic_auth.db\n"
+                       f"admin_username = {user}\n"
+                       "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n",
+                       encoding="utf-8")
+        # The key that signs the auth app's CSRF tokens: one server, so a fresh one per start unless given.
+        key = os.environ.get("MLFLOW_FLASK_SERVER_SECRET_KEY") or secrets.token_hex(32)
+        return {"MLFLOW_AUTH_CONFIG_PATH": str(ini), "MLFLOW_AUTH_ADMIN_PASSWORD": password,
+                "MLFLOW_FLASK_SERVER_SECRET_KEY": key}
 
     def start(self) -> MlflowServer:
         if not port_free(self.host, self.port):
             raise UserError(f"port {self.port} on {self.host} is in use; pass another with --port (0: any free port)")
-        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        if self.host not in LOOPBACK and self.credentials is None:
+            raise UserError(f"binding {self.host} lets other machines reach the server, which must then ask for "
+                            f"credentials: set {USER_VAR} and {PASSWORD_VAR} (the same on every node), or bind "
+                            "127.0.0.1")
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_BACKEND_STORE_URI": self.backend_uri,
+               **self._auth_env()}
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -136,6 +169,14 @@ def _wait_group_gone(pgid: int, timeout_s: float) -> None:
             return
         time.sleep(0.1)
     raise subprocess.TimeoutExpired(f"process group {pgid}", timeout_s)
+
+
+def credentials_from_env() -> tuple[str, str] | None:
+    """(user, password) from MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD, or None; UserError for half a pair."""
+    user, password = os.environ.get(USER_VAR, ""), os.environ.get(PASSWORD_VAR, "")
+    if bool(user) != bool(password):
+        raise UserError(f"set both {USER_VAR} and {PASSWORD_VAR}, or neither")
+    return (user, password) if user else None
 
 
 def check_servable(uri: str) -> None:
