@@ -238,7 +238,7 @@ def _worst_source(oks_by_source: dict[str, list[bool]], worst=min) -> str:
     return f"{name} {sum(v) / len(v):.3f} ({len(v)})"
 
 
-def by_source_report(sets, floor: float, sources: tuple[str, ...], missing: list[str]) -> tuple[str, dict]:
+def by_source_report(sets, floor: float, sources: tuple[str, ...]) -> tuple[str, dict]:
     """The unseen sources' section and the figures its goals read: per language (pooled over sources, with the
     95% interval and the worst source), per neighbour pair, per source."""
     verdicts = {}
@@ -318,7 +318,7 @@ def tune(sets, by_source) -> None:
         worst_pair = max(pairs, key=lambda n: sum(pairs[n]) / max(1, len(pairs[n])))
         english = shares(sets["english"], results["english"], lambda it: it[0])
         worst = min(correct.items(), key=lambda kv: kv[1][0])
-        _, figures = by_source_report(by_source, floor, tuple(consistency_sources.TUNE_SOURCES), [])
+        _, figures = by_source_report(by_source, floor, tuple(consistency_sources.TUNE_SOURCES))
         print(f"min_probability {floor}: corpus tune split: worst correct {worst[0]} {worst[1][0]:.3f}; worst pair {worst_pair} "
               f"{sum(pairs[worst_pair]) / max(1, len(pairs[worst_pair])):.3f}; worst English {max(v for v, _ in english.values()):.3f}")
         print("  tune sources: " + " ".join(line.split(" (goal")[0][2:] + ";" for line in goal_lines(figures, [])))
@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     sources = tuple(consistency_sources.TEST_SOURCES)
     missing = consistency_sources.missing_languages(sources)
     unseen = source_sets(sources, args.per_source, args.seed)
-    tables, figures = by_source_report(unseen, MIN_PROBABILITY, sources, missing)
+    tables, figures = by_source_report(unseen, MIN_PROBABILITY, sources)
     from bench.bench_langid import GOAL_SPEEDUP, cli_speed
 
     texts = [BenchText(lang, "ui-unseen", text) for name in ("correct", "english") for _, lang, text in unseen[name]]

@@ -76,3 +76,18 @@ def test_a_section_written_into_another_file_survives_its_owner_rewriting_it(tmp
     kept = kept_sections(card)
     assert kept.startswith("<!-- begin:unseen -->") and kept.endswith("<!-- end:unseen -->") and "old body" not in kept
     assert kept_sections(tmp_path / "missing.md") == ""
+
+
+def test_by_source_report_pools_languages_and_names_the_worst_source():
+    """Two sources of German text and English answers: the figures pool the sources per language, with
+    Wilson's interval, and a pair with under MIN_PAIR texts is named, not judged."""
+    from bench.bench_consistency import MIN_PROBABILITY, by_source_report
+
+    a, b = "django-cms", "humanize"
+    sets = {"correct": [(a, "de", "Passwort ändern"), (b, "de", "Benutzername vergessen")],
+            "english": [(a, "de", "Change password"), (b, "de", "Forgot your username")],
+            "neighbour:nl text in a de row": [(a, "de", "Wachtwoord wijzigen")]}
+    tables, figures = by_source_report(sets, MIN_PROBABILITY, (a, b))
+    assert figures["correct"] == {"de": 1.0} and figures["english"] == {"de": 0.0}
+    assert figures["few_pairs"] == {"nl text in a de row": 1} and figures["neighbour_all"] == 0.0
+    assert "| de | 2 | 1.000 [0.342, 1.000] |" in tables  # Wilson's interval of 2 of 2
