@@ -1,13 +1,13 @@
 """GRPO on TRL's rollout engine, with mlgrpo's advantages, sampler, reward guard and per-language metrics.
 
-`MultilingualGRPOTrainer` subclasses trl.GRPOTrainer and changes only where the algorithm or the
-language layer differs; generation, reward calls, the reference model, the clipped loss,
-accelerate/DeepSpeed, PEFT and vLLM stay TRL's:
+`MultilingualGRPOTrainer` subclasses trl.GRPOTrainer through TRLAdapter (trl_adapter.py) and changes only
+where the algorithm or the language layer differs; generation, reward calls, the reference model, the
+clipped loss, accelerate/DeepSpeed, PEFT and vLLM stay TRL's:
 
-    TRL generates and scores -> _calculate_rewards (ours: also gathers each row's prompt, language,
-    length) -> _generate_and_score_completions (ours: compute_advantages from the registry replaces
-    TRL's inline advantages, and TRL's logged advantage statistics; per-language metrics) -> TRL's loss
-    (+ the inter-group regulariser, from the log-probs TRL's loss computed)
+    rollout: TRL generates and scores (on_rewards: clipped rewards, and a BatchRows record of each row's
+    prompt, language, lengths) -> compute_advantages from the registry replaces TRL's inline advantages,
+    and TRL's logged advantage statistics -> per-language metrics; loss: TRL's (+ the inter-group
+    regulariser, from the log-probs TRL's loss computed)
     With algorithm.dynamic_sampling on, constant groups are replaced by fresh ones before the advantages
     (dynamic.py: DAPO's dynamic sampling). With a group schedule, each rollout is laid out and generated
     with its own group size (scheduled_groups.py).
@@ -21,7 +21,7 @@ optimiser step whose loss or gradient is non-finite is skipped and counted (guar
 The KL to the reference and the update schedule come in through TRL's GRPOConfig (beta,
 steps_per_generation, num_iterations), built from KLConfig and UpdateSchedule (config.py); the trainer
 refuses a GRPOConfig that disagrees with its KLConfig, and TRL settings whose job mlgrpo's advantages do.
-TRL's private hooks are routed to this class's public methods by trl_adapter.py (on_rewards, rollout, loss,
+TRL's private hooks reach this class's public methods through trl_adapter.py (on_rewards, rollout, loss,
 train_sampler, save_state, load_state). Knows nothing about MLflow or YAML files: metrics go through
 TRL's log(), read by callbacks.
 """

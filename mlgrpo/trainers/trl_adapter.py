@@ -11,8 +11,8 @@ tests/trainers/test_trl_adapter.py, which pins each signature in the installed T
     compute_loss (public; TRL's calls _compute_loss)                       -> trainer.loss(model, inputs)
     _get_per_token_logps_and_entropies(model, ...)                        (captured in capturing_policy_logps)
     _get_train_sampler(dataset)                                           -> trainer.train_sampler(dataset)
-    (HF's on_save, after _save_checkpoint: a callback)                    -> trainer.save_state(folder)
-    _load_optimizer_and_scheduler(checkpoint)                             -> trainer.load_state(checkpoint)
+    (HF's on_save, right after _save_checkpoint: a callback)              -> trainer.save_state(folder)
+    (HF's on_train_begin, after it restored a checkpoint: a callback)     -> trainer.load_state(checkpoint)
 
 TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampler. What else mlgrpo relies on:
 
@@ -47,7 +47,7 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor
 from transformers import TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
@@ -65,7 +65,6 @@ PRIVATE_METHODS = {
         "image_position_ids=None)"),
     "_get_train_sampler": "(self, dataset=None)",
     "_save_checkpoint": "(self, model, trial)",
-    "_load_optimizer_and_scheduler": "(self, checkpoint)",
     "_tokenize_prompts": "(self, prompts)",
     "_get_output_dir": "(self, trial)",
 }
@@ -93,12 +92,19 @@ def check_contract(trainer_class: type = GRPOTrainer) -> list[str]:
     return problems
 
 
-class _SaveState(TrainerCallback):
-    """HF calls on_save on every process right after `_save_checkpoint` wrote the step's checkpoint folder
-    (trainer.py, its one call site); the trainer's own state goes into the same folder then."""
+class _TrainerState(TrainerCallback):
+    """The trainer's own checkpoint state, beside HF's. HF calls on_save on every process right after
+    `_save_checkpoint` wrote the step's folder (its one call site), and on_train_begin after it restored
+    the weights, optimiser, scheduler and trainer state of the checkpoint it resumes from, and built the
+    data loader, before the first batch is drawn: where the sampler's and TRL's state must be restored."""
 
     def __init__(self, trainer: TRLAdapter) -> None:
         self.trainer = trainer
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.trainer.resuming_from is not None:
+            self.trainer.load_state(self.trainer.resuming_from)
+        return control
 
     def on_save(self, args, state, control, **kwargs):
         # _get_output_dir(trial=None): args.output_dir (mlgrpo runs no hyperparameter search, HF's trials)
@@ -122,7 +128,20 @@ class TRLAdapter(GRPOTrainer):
         if problems:  # one place, by name, rather than a trainer that silently trains on something else
             raise RuntimeError("the installed trl is not the one mlgrpo's TRL adapter was written for:\n" + "\n".join(problems))
         super().__init__(*args, **kwargs)
-        self.add_callback(_SaveState(self))
+        self.resuming_from: str | None = None  # the checkpoint train() resumes from, while it runs
+        # First, so that other callbacks see a checkpoint with its state and a resumed trainer restored.
+        self.callback_handler.callbacks.insert(0, _TrainerState(self))
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, trial=None, ignore_keys_for_eval=None):
+        """HF's train(), remembering the checkpoint it resumes from (True: the newest in output_dir, as HF)."""
+        path = resume_from_checkpoint
+        if isinstance(path, bool):
+            path = get_last_checkpoint(self.args.output_dir) if path else None
+        self.resuming_from = None if path is None else str(path)
+        try:
+            return super().train(resume_from_checkpoint, trial, ignore_keys_for_eval)
+        finally:
+            self.resuming_from = None
 
     # ---- routing of TRL's private hooks --------------------------------------------------------------
 
@@ -147,13 +166,6 @@ class TRLAdapter(GRPOTrainer):
 
     def _get_train_sampler(self, dataset=None):
         return self.train_sampler(dataset)
-
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        # HF calls this once when resuming, after building the data loader (so the sampler exists); TRL
-        # restores its own extra state here too.
-        super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is not None:
-            self.load_state(checkpoint)
 
     # ---- the public hooks, TRL's behaviour by default ------------------------------------------------
 

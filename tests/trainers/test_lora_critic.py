@@ -95,8 +95,8 @@ def test_values_are_those_of_the_critic_adapter_alone_and_the_policy_is_unchange
 class ResumeProbe(PPOTrainer):
     """The critic's own tensors right after a resume loaded them."""
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
+    def load_state(self, checkpoint):
+        super().load_state(checkpoint)
         self.loaded = {k: v.detach().clone() for k, v in self.critic.state_dict().items()}
 
 

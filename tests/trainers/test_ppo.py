@@ -85,8 +85,8 @@ def test_rollout_forwards_without_gradient_run_in_micro_batches_and_the_referenc
 class ResumeProbe(PPOTrainer):
     """Snapshots the critic and its optimiser right after a resume loaded them."""
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
+    def load_state(self, checkpoint):
+        super().load_state(checkpoint)
         self.loaded_critic = critic_vector(self)
         self.loaded_optimizer = copy.deepcopy(self.critic_optimizer.state_dict())
 
