@@ -34,11 +34,15 @@ def validate(args: argparse.Namespace) -> int:
     from mlgrpo.experiments.memory import plan_memory
 
     experiment = load_experiment(args.experiment)
+    from mlgrpo.errors import UserError
     from mlgrpo.experiments.cluster import check_shared_output
     from mlgrpo.experiments.runner import placement_lines
 
     check_shared_output(experiment)
-    placement = placement_lines(experiment, experiment.plan(), experiment.run_settings.workers)
+    try:
+        placement = placement_lines(experiment, experiment.plan(), experiment.run_settings.workers)
+    except UserError as exc:  # a file for a bigger machine is still a valid file; `mlgrpo run` refuses here
+        placement = [f"placement: not on this machine: {exc}"]
     memory = plan_memory(experiment)
     if args.json:
         print(json.dumps({**plan_json(experiment, memory), "placement": placement}, ensure_ascii=False))
