@@ -38,17 +38,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def validate(args: argparse.Namespace) -> int:
     from mlgrpo.experiments import load_experiment
+    from mlgrpo.errors import UserError
     from mlgrpo.experiments.cluster import check_shared_output
     from mlgrpo.experiments.memory import plan_memory
     from mlgrpo.experiments.runner import placement_lines
 
     experiment = load_experiment(args.experiment)
     check_shared_output(experiment)
-    placement = placement_lines(experiment, experiment.plan(), experiment.run_settings.workers)
+    try:
+        placement = placement_lines(experiment, experiment.plan(), experiment.run_settings.workers)
+    except UserError as exc:  # a file for a bigger machine is still a valid file; `mlgrpo run` refuses here
+        placement = [f"placement: not on this machine: {exc}"]
     memory = plan_memory(experiment)
     probes = None
     if args.probe:
-        from mlgrpo.errors import UserError
         from mlgrpo.experiments.probe import run_probe
 
         if args.probe_prompts < 1:

@@ -9,6 +9,8 @@
     plan.py      Experiment and RunSpec: runs, differences, resolved YAML, config hashes
     loader.py    load_experiment(path): all of the above, errors as "file:line: key: reason"
     runner.py, worker.py, progress.py   executing a plan (`mlgrpo run`)
+    placement.py  which run on which GPUs of this machine, in waves; ranks.py: one run on N ranks (torchrun)
+    cluster.py, ray_backend.py   run.backend ray: checkpoints every node reaches, a Ray task per run
 
     exp = load_experiment("experiments/quickstart.yaml")
     for run in exp.plan(): ...   # run.algorithm, run.sampler, run.rewards, run.training, run.config_hash

@@ -64,7 +64,8 @@ def test_gemma_experiment_trains_ppo_and_grpo_with_lora_and_evaluates(tmp_path):
     critic = load_file(str(tmp_path / "runs" / "gemma-test" / "ppo-seed0" / "checkpoints" / "checkpoint-2" /
                            "critic.safetensors"))
     assert any(".critic." in key for key in critic) and "head.weight" in critic  # its adapter and head, no copy
-    assert sum(v.numel() for v in critic.values()) < 1_000_000  # vs 268M for a separate critic
+    # r=16 on every linear layer: 3.8M (adapter and head) vs 268M for a separate critic
+    assert sum(v.numel() for v in critic.values()) < 0.02 * 268_000_000
 
 
 def _trained(run) -> set[str]:

@@ -44,6 +44,12 @@ def test_dry_run_prints_the_placement_and_refuses_more_gpus_than_visible(tmp_pat
     refused = run(tmp_path, "--dry-run", devices="0", gpus_per_run=2)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "run.gpus_per_run is 2 but this machine shows 1 GPU(s) (0)" in refused.stderr
+    # validate checks a file meant for a bigger machine, and says where it would not run
+    validate = subprocess.run([sys.executable, "-m", "mlgrpo.cli", "validate", "trimmed.yaml"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "0"})
+    assert validate.returncode == 0, validate.stderr[-2000:]
+    assert "placement: not on this machine: run.gpus_per_run is 2 but this machine shows 1 GPU(s)" in validate.stdout
     assert not (tmp_path / "runs").exists()
 
 

@@ -73,3 +73,24 @@ def _in_group(pid: int, group: int) -> bool:
         return os.getpgid(pid) == group
     except OSError:
         return False
+
+
+@pytest.mark.slow
+def test_mlgrpo_server_prints_what_every_node_exports_and_stops_on_ctrl_c(tmp_path):
+    import signal
+
+    from .conftest import CLI
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    process = subprocess.Popen([*CLI, "server", "--backend-store-uri", f"sqlite:///{tmp_path}/mlflow.db",
+                                "--artifacts-destination", str(tmp_path / "artifacts"), "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = process.stdout.readline()
+        second = process.stdout.readline()
+        assert first.startswith(f"tracking server for sqlite:///{tmp_path}/mlflow.db, artifacts in "), first
+        assert second.startswith("on every node: export MLFLOW_TRACKING_URI=http://127.0.0.1:"), second
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0 and "stopping the tracking server" in err
