@@ -37,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
-    from mlgrpo.experiments import load_experiment
     from mlgrpo.errors import UserError
+    from mlgrpo.experiments import load_experiment
     from mlgrpo.experiments.cluster import check_shared_output
     from mlgrpo.experiments.memory import plan_memory
     from mlgrpo.experiments.runner import placement_lines

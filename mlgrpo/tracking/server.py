@@ -12,6 +12,7 @@ look an experiment up by name.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import signal
@@ -52,6 +53,10 @@ def port_free(host: str, port: int) -> bool:
         return True
 
 
+# MLflow's basic-auth app imports Flask-WTF, which only the `server` extra installs.
+AUTH_INSTALL = "pip install -e '.[server]' (or pip install 'mlflow[auth]')"
+
+
 class MlflowServer:
     """`mlflow server` for one backend store. port=0 picks a free port."""
 
@@ -60,6 +65,8 @@ class MlflowServer:
                  credentials: tuple[str, str] | None = None):
         """credentials: (user, password) that every request must carry (MLflow's basic-auth app, its user
         store a SQLite file beside the log). Required to bind an address other machines reach."""
+        if credentials is not None and importlib.util.find_spec("flask_wtf") is None:
+            raise UserError(f"a tracking server with credentials needs MLflow's basic-auth app: {AUTH_INSTALL}")
         self.backend_uri, self.host = backend_uri, host
         self.credentials = credentials
         self.port = port or free_port(host)

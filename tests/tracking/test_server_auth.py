@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mlgrpo.errors import UserError
-from mlgrpo.tracking.server import MlflowServer
+from mlgrpo.tracking.server import AUTH_INSTALL, MlflowServer
 
 
 def test_binding_an_address_other_machines_reach_needs_credentials(tmp_path):
@@ -45,6 +45,7 @@ def _status(url: str, auth: str | None = None) -> int:
 @pytest.mark.slow
 def test_a_server_with_credentials_refuses_anonymous_requests_and_keeps_the_password_out_of_sight(tmp_path,
                                                                                                   monkeypatch):
+    pytest.importorskip("flask_wtf", reason=f"MLflow's basic-auth app is not installed: {AUTH_INSTALL}")
     password = secrets.token_urlsafe(12)
     server = MlflowServer(f"sqlite:///{tmp_path}/mlflow.db", artifacts_destination=tmp_path / "artifacts",
                           log_path=tmp_path / "server.log", credentials=("mlgrpo", password))
