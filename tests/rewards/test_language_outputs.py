@@ -5,7 +5,7 @@ answer is in the row's language), "out" (<= 0.5) or None (nothing in it says a l
 out of the metric and of the reward's mean). Kinds: truncated answers, repeated tokens, a translation with
 one English word, numbers and dates only, mixed scripts, and a neighbour's or English answer. The verdicts
 the judge gets wrong are marked as known failures (strict: the mark fails once the judge gets them right),
-each with why; docs/language-judge.md lists them for the README's language section.
+each with why; docs/language.md ("The judge on model output") lists them.
 """
 
 from __future__ import annotations
