@@ -27,7 +27,9 @@ from mlgrpo.experiments.diff import ABSENT, canonical, deep_merge, get_path, lea
 from mlgrpo.experiments.effective import effective_view, schedule_warning
 from mlgrpo.experiments.fields import FieldError, build_dataclass, check_mapping, closest, coerce, to_plain
 from mlgrpo.experiments.inforce import learning_rate_warning
-from mlgrpo.experiments.plan import ArmConfig, Experiment, config_hash
+from mlgrpo.experiments.plan import (
+    ArmConfig, Experiment, config_hash, hashed_algorithm, hashed_rewards, hashed_update,
+)
 from mlgrpo.experiments.sections import (
     NAME, DataConfig, EvaluationConfig, Header, ModelConfig, RunSettings, TrackingConfig,
 )  # fmt: skip
@@ -300,41 +302,12 @@ def resolve_arm(name: str, merged: Mapping, overrides: Mapping, context: _Contex
     except UserError as exc:
         raise ConfigError(("training",), str(exc)) from None
     sampler_plain = None if sampler is None else {k: v for k, v in to_plain(sampler).items() if k != "seed"}
-    resolved = {"model": to_plain(model), "data": to_plain(context.data), "algorithm": _plain_algorithm(algorithm),
-                "kl": to_plain(kl), "update": _plain_update(update), "sampler": sampler_plain, "rewards": _plain_rewards(rewards),
+    resolved = {"model": to_plain(model), "data": to_plain(context.data), "algorithm": hashed_algorithm(algorithm),
+                "kl": to_plain(kl), "update": hashed_update(update), "sampler": sampler_plain, "rewards": hashed_rewards(rewards),
                 "training": to_plain(training), "evaluation": to_plain(context.evaluation)}
     effective = effective_view(algorithm, kl, update, sampler, rewards, model.lora, args)
     declared = tuple(leaf_paths(overrides))
     return ArmConfig(name, algorithm, sampler, rewards, training, model, update, kl, resolved, effective, declared)
-
-
-def _plain_algorithm(algorithm) -> dict[str, Any]:
-    """The algorithm as resolved: without dynamic sampling it reads as it did before the key existed, so that an
-    arm that does not use it keeps its config hash (as _plain_rewards does for clip)."""
-    plain = to_plain(algorithm)
-    if not algorithm.dynamic_sampling.enabled:
-        del plain["dynamic_sampling"]
-    return plain
-
-
-def _plain_update(update) -> dict[str, Any]:
-    """The update schedule as resolved; without a group schedule as it read before the key existed (config hash)."""
-    plain = to_plain(update)
-    if not update.group_schedule:
-        del plain["group_schedule"]
-    return plain
-
-
-def _plain_rewards(rewards) -> dict[str, Any]:
-    """The rewards as resolved: a reward without `clip` (and rewards without `control`) read as they did before
-    the key existed, so that an arm that does not use it keeps its config hash (and its finished runs are found)."""
-    plain = to_plain(rewards)
-    if plain["control"] == "none":
-        del plain["control"]
-    for spec in plain["rewards"]:
-        if spec["clip"] is None:
-            del spec["clip"]
-    return plain
 
 
 def parse_rewards(raw: Any, path: tuple = ("rewards",)):

@@ -23,7 +23,7 @@ import yaml
 
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.diff import differences, flatten, show
-from mlgrpo.experiments.fields import closest
+from mlgrpo.experiments.fields import closest, to_plain
 from mlgrpo.experiments.sections import DataConfig, EvaluationConfig, ModelConfig, RunSettings, TrackingConfig
 from mlgrpo.reports.settings import ReportConfig
 
@@ -76,6 +76,31 @@ class RunSpec:
 def config_hash(resolved: dict[str, Any]) -> str:
     blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+
+
+# A key added to a section after runs were made reads, while unused, as if it did not exist: an arm that does not
+# use it keeps its config hash, so its finished runs are still found (resumed or skipped) by the runner.
+def _unused_keys_dropped(plain: dict[str, Any], unused: Sequence[str]) -> dict[str, Any]:
+    return {key: value for key, value in plain.items() if key not in unused}
+
+
+def hashed_algorithm(algorithm) -> dict[str, Any]:
+    """The algorithm as hashed: without dynamic sampling, as it read before that key."""
+    unused = () if algorithm.dynamic_sampling.enabled else ("dynamic_sampling",)
+    return _unused_keys_dropped(to_plain(algorithm), unused)
+
+
+def hashed_update(update) -> dict[str, Any]:
+    """The update schedule as hashed: without a group schedule, as it read before that key."""
+    return _unused_keys_dropped(to_plain(update), () if update.group_schedule else ("group_schedule",))
+
+
+def hashed_rewards(rewards) -> dict[str, Any]:
+    """The rewards as hashed: without a control, and each reward without `clip`, as they read before those keys."""
+    plain = _unused_keys_dropped(to_plain(rewards), ("control",) if rewards.control == "none" else ())
+    plain["rewards"] = [_unused_keys_dropped(spec, ("clip",) if spec["clip"] is None else ())
+                        for spec in plain["rewards"]]
+    return plain
 
 
 @dataclass(frozen=True)
