@@ -13,7 +13,6 @@ Knows nothing about experiments, models or MLflow.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import math
 import re
@@ -24,6 +23,7 @@ from typing import Any
 
 from mlgrpo.errors import UserError
 from mlgrpo.experiments.source import ConfigError
+from mlgrpo.registry import did_you_mean
 
 class FieldError(UserError):
     """Raised by a config's own checks about one of its fields, so that the message can point at its line."""
@@ -44,8 +44,8 @@ def closest(word: Any, choices: Iterable[str]) -> str:
     >>> closest("lerning_rate", ["learning_rate", "max_steps"])
     " (did you mean 'learning_rate'?)"
     """
-    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    match = did_you_mean(word, choices)  # mlgrpo.registry's rule, the one every registry uses
+    return f" (did you mean {match!r}?)" if match else ""
 
 
 def describe(value: Any) -> str:
