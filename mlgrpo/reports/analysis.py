@@ -255,7 +255,8 @@ def diagnostics_table(comp: Comparison) -> pd.DataFrame:
     steps and seeds that covers. The zero-std share also per language, in the experiment's language order."""
     rows = []
     languages = [k.removeprefix(ZERO_STD) for k in sorted({k for a in comp.arms for r in comp.runs[a].values()
-                                                            for k in r.history if k.startswith(ZERO_STD)})]
+                                                            for k in r.history if k.startswith(ZERO_STD)})
+                 if k != ZERO_STD + "all"]  # "all" is the overall share, the row above
     order = {lang: i for i, lang in enumerate(comp.languages)}
     languages.sort(key=lambda lang: (order.get(lang, len(order)), lang))
     keys = list(DIAGNOSTICS) + [(ZERO_STD + lang, f"zero-std share, {lang}") for lang in languages]

@@ -186,6 +186,7 @@ def test_zero_std_share_per_language_follows_the_experiments_language_order():
     grpo = run("grpo", 0, [0] * 4, [0] * 4)
     grpo.history["train/adv/frac_zero_std/ja"] = [(1, 1.0), (5, 0.5)]
     grpo.history["train/adv/frac_zero_std/en"] = [(1, 0.0), (5, 0.25)]
+    grpo.history["train/adv/frac_zero_std/all"] = [(1, 0.5), (5, 0.375)]  # the overall share: its own row
     table = analysis.diagnostics_table(comparison([grpo]))
     flat = table[table.metric.str.startswith("train/adv/frac_zero_std/")]
     assert list(flat.diagnostic) == ["zero-std share, en", "zero-std share, ja"]  # the comparison's order: en, ja
