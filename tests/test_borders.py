@@ -47,6 +47,7 @@ STATIC = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", IMPORTS)
 def test_importing_loads_nothing_beyond_its_border(name):
     code, forbidden = IMPORTS[name]

@@ -22,6 +22,7 @@ SUITES = [pytest.param(name, marks=pytest.mark.skipif(name in MISSING, reason=f"
 rendered = functools.lru_cache(maxsize=None)(render_card)  # several tests read the same card
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suite", SUITES)
 def test_committed_card_is_what_the_generator_writes(suite):
     committed = card_path(CARDS, suite)
@@ -38,6 +39,7 @@ def test_no_card_without_a_suite():
     assert sorted(path.stem for path in CARDS.glob("*.md")) == sorted(NAMES)
 
 
+@pytest.mark.slow
 def test_cards_name_the_licenses_and_versions():
     text = {suite: rendered(suite) for suite in NAMES if suite not in MISSING}
     assert "| unicode-rbnf | 2.4.1 | MIT" in text["numbers"] and "| num2words | 0.5.14 | LGPL-2.1" in text["numbers"]

@@ -259,6 +259,7 @@ def _run(strategy, reliability, tmp_path, prefix: str) -> Tally:
     return tally
 
 
+@pytest.mark.slow
 def test_generated_files_are_refused_or_every_row_accounted_for(reliability, tmp_path):
     tally = _run(structured_files(), reliability, tmp_path, "JSONL/CSV/TSV")
     assert all(tally.tried[kind] for kind in ("JSONL", "CSV", "TSV", "truncated UTF-8", "wrong --encoding"))

@@ -68,6 +68,7 @@ def test_bad_arguments_fail_before_generation_as_user_errors(model_dir, tmp_path
         eval_command.run(parse([*common("tiny:colour=red", tmp_path / "x.json")]))
 
 
+@pytest.mark.slow
 def test_one_mlflow_run_with_metrics_report_and_samples(model_dir, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.setenv("MLGRPO_CACHE", str(tmp_path / "cache"))  # the tracker's outbox lives there

@@ -24,6 +24,7 @@ def test_the_shipped_fit_states_its_error():
     assert "bench.bench_scale" in fit.command
 
 
+@pytest.mark.slow
 def test_each_arm_gets_an_estimate_that_follows_what_it_holds(gemma):
     plan = plan_memory(gemma)
     arms = {a.arm: a for a in plan.arms}
@@ -36,6 +37,7 @@ def test_each_arm_gets_an_estimate_that_follows_what_it_holds(gemma):
     assert arms["ppo"].terms["activations"] == pytest.approx(2 * arms["grpo"].terms["activations"])
 
 
+@pytest.mark.slow
 def test_validate_prints_the_estimates_and_warns_when_an_arm_does_not_fit(monkeypatch, capsys):
     if "validate" not in cli.COMMAND_MODULES:
         monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "validate"))

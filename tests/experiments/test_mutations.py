@@ -7,6 +7,8 @@ wrapped in a list or mapping, a section moved elsewhere), and YAML tags such as 
 
 from __future__ import annotations
 
+import pytest
+
 import copy
 import re
 
@@ -92,6 +94,7 @@ def edited_documents(draw):
 TRIED = {"edits": 0, "refused": 0}  # examples tried and refused, for reports/reliability.md
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(text=edited_documents())
 def test_edits_give_a_one_line_error_or_a_valid_experiment(tmp_path_factory, text):

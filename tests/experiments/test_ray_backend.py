@@ -34,6 +34,7 @@ def mlgrpo(tmp_path: Path, *args: str, env: dict | None = None, **popen) -> subp
                             env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}, **popen)
 
 
+@pytest.mark.slow
 def test_a_machine_local_output_dir_is_refused_and_a_shared_one_planned(tmp_path):
     write_experiment(tmp_path, shared=False)
     out, err = mlgrpo(tmp_path, "--dry-run").communicate(timeout=300)

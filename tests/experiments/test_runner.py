@@ -83,6 +83,7 @@ def test_run_against_a_real_mlflow_server(tmp_path, mlflow_server):
     check_layout(mlflow_server.uri)
 
 
+@pytest.mark.slow
 def test_dry_run_trains_nothing(tmp_path):
     shutil.copy(TRIMMED, tmp_path / "trimmed.yaml")
     result = mlgrpo("run", "trimmed.yaml", "--dry-run", "--seeds", "0", cwd=tmp_path)
@@ -90,6 +91,7 @@ def test_dry_run_trains_nothing(tmp_path):
     assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
 
 
+@pytest.mark.slow
 def test_unreachable_server_fails_fast_with_one_line(tmp_path):
     shutil.copy(TRIMMED, tmp_path / "trimmed.yaml")
     result = mlgrpo("run", "trimmed.yaml", "--tracking-uri", "http://127.0.0.1:9", cwd=tmp_path)

@@ -151,6 +151,7 @@ def _refused(folder: Path, extra: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
+@pytest.mark.slow
 def test_unwritable_output_folder_is_refused_before_anything_starts(tmp_path, reliability):
     (tmp_path / "a_file").write_text("not a folder")
     result = _refused(tmp_path, "  output_dir: a_file/runs\n")
@@ -160,6 +161,7 @@ def test_unwritable_output_folder_is_refused_before_anything_starts(tmp_path, re
     reliability.record("fault", "output folder not writable", "survived")
 
 
+@pytest.mark.slow
 def test_a_disk_without_room_is_refused_before_anything_starts(tmp_path, reliability):
     result = _refused(tmp_path, "  min_free_mb: 1000000000\n")  # more than any disk has: as good as full
     assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -30,6 +30,7 @@ def children(tmp_path: Path) -> dict:
     return client, {r.info.run_name: r for r in runs if "mlflow.parentRunId" in r.data.tags}
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_placement_and_refuses_more_gpus_than_visible(tmp_path):
     result = run(tmp_path, "--dry-run", devices="4,6", gpus_per_run=None)
     assert result.returncode == 0, result.stderr[-2000:]

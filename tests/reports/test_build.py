@@ -88,6 +88,7 @@ def written(tmp_path_factory):
     return folder / "out", result
 
 
+@pytest.mark.slow
 def test_every_file_is_written(written):
     out, result = written
     for name in ("report.html", "report.md", "tables/final_metrics.csv", "tables/paired_differences.csv",
@@ -125,6 +126,7 @@ def assert_consistent(rows: list[dict]) -> None:
             assert verdict == "untestable" and row["reason"], row
 
 
+@pytest.mark.slow
 def test_the_first_screen_answers_and_never_contradicts_its_intervals(written):
     out, _ = written
     import html
@@ -196,6 +198,7 @@ def test_blind_sheet_hides_the_arms_and_its_key_names_them(written):
         assert not row["output A"].startswith("=")  # no spreadsheet formula
 
 
+@pytest.mark.slow
 def test_one_arm_one_seed(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     write_store(uri, "solo", arms=("grpo",), seeds=(0,))
@@ -205,6 +208,7 @@ def test_one_arm_one_seed(tmp_path):
     assert "Only one arm" in md and "prompts only (1 seed)" in md
 
 
+@pytest.mark.slow
 def test_unknown_experiment_is_one_clear_line(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     write_store(uri, "exists", arms=("grpo",), seeds=(0,))

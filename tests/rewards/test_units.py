@@ -56,6 +56,7 @@ def test_segments_cut_at_script_changes_and_clauses_and_keep_digits_between():
         ("Cyrillic", "Привет", 1.0, False), ("Cyrillic", "мир", 1.0, False), ("CJK", "年6月21日", 1.08, False)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language, weight", [("zh", "Han"), ("ja", "Japanese"), ("th", "Thai"), ("km", "Khmer")])
 def test_dense_weights_are_english_words_per_character_in_the_ui_catalogues(language, weight):
     """The weights in units.py, recomputed: English words of the msgids / letters of the translations, over

@@ -1,7 +1,9 @@
+import pytest
 import subprocess
 import sys
 
 
+@pytest.mark.slow
 def test_importing_sampling_loads_no_trainer_tracking_or_model_library():
     code = (
         "import sys, mlgrpo.sampling; "

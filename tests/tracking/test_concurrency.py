@@ -7,6 +7,8 @@ file and retries "database is locked" with backoff.
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 
@@ -19,6 +21,7 @@ STEPS = 10
 KEYS_PER_STEP = 20  # 4 metrics x 5 languages, see writer.py
 
 
+@pytest.mark.slow
 def test_four_writers_on_one_new_sqlite_store(tmp_path, reliability):
     uri = f"sqlite:///{tmp_path}/shared.db"
     workers = [

@@ -32,6 +32,7 @@ def _histories(uri: str, run_id: str) -> dict[str, list[tuple[int, float]]]:
     return {key: sorted((m.step, m.value) for m in client.get_metric_history(run_id, key)) for key in KEYS}
 
 
+@pytest.mark.slow
 def test_server_outage_loses_nothing_and_doubles_nothing(mlflow_server, tmp_path, reliability):
     outbox = tmp_path / "outbox"
     tracker = Tracker.open(mlflow_server.uri, "outage", policy=QUICK, outbox_dir=outbox)

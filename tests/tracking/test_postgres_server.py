@@ -36,6 +36,7 @@ def pg_server(tmp_path_factory):
         database.stop()
 
 
+@pytest.mark.slow
 def test_four_writers_at_once_every_point_once_artifacts_through_the_server(pg_server, tmp_path, reliability):
     server, database, folder = pg_server
     uri = server.url

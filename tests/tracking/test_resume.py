@@ -116,6 +116,7 @@ def test_run_left_running_by_a_killed_process_is_reopened_once(tracker, tmp_path
     assert len(_runs(tracker)) == 1
 
 
+@pytest.mark.slow
 def test_process_that_ends_without_finish_loses_no_metric(tracker, tmp_path):
     command = [sys.executable, str(WRITER), tracker.uri, tracker.experiment_name, str(tmp_path / "outbox"), "w1", "6",
                "--exit"]

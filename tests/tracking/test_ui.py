@@ -62,6 +62,7 @@ def test_ui_refuses_a_missing_store(capsys, tmp_path):
     assert not (tmp_path / "none.db").exists()
 
 
+@pytest.mark.slow
 def test_ui_binds_loopback_prints_the_url_and_stops_on_ctrl_c(sqlite_uri, tmp_path, reliability):
     tracker = Tracker.open(sqlite_uri, "ui-demo", policy=QUICK, outbox_dir=tmp_path)
     ui = subprocess.Popen([*CLI, "ui", "--tracking-uri", sqlite_uri, "--port", "0",

@@ -66,6 +66,7 @@ def links(store):
         ui.wait(timeout=150)  # MlflowServer.stop() may take 2 x (15 + 15) s on a busy machine
 
 
+@pytest.mark.slow
 def test_ui_opens_on_the_reward_view_and_links_every_view(links):
     first, found = links
     assert list(found) == [*EXPECTED, "all runs"]
@@ -73,6 +74,7 @@ def test_ui_opens_on_the_reward_view_and_links_every_view(links):
     assert found["all runs"].endswith("/runs?workflowType=machine_learning")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", list(EXPECTED))
 def test_each_view_opens_ready_in_chromium(links, view, tmp_path):
     _, found = links

@@ -65,6 +65,7 @@ def expected_rollout(batches: list[list[str]], slots: int) -> tuple[list[str], d
     return [groups[i] for i in chosen], counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_rounds, accumulation", [(3, 2), (1, 1)])
 def test_constant_groups_are_refilled_and_counted_per_language(tmp_path, make_model, tokenizer, dataset, max_rounds,
                                                                accumulation):

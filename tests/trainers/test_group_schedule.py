@@ -48,6 +48,7 @@ class SFT_(Recording, SupervisedTrainer):
     (PPO_, PPO, SamplerConfig(name="balanced", prompts_per_epoch=8)),
     (SFT_, AlgorithmConfig(name="sft"), None),  # the SFT control reads the same prompts, G copies each
 ])
+@pytest.mark.slow
 def test_each_rollout_has_whole_groups_of_the_scheduled_size(trainer, algorithm, sampler, tmp_path, make_model,
                                                              tokenizer, dataset):
     args = grpo_args(tmp_path, steps_per_generation=2, max_steps=6)

@@ -3,6 +3,8 @@ TRL's own field in both arms (hand-worked against a plain entropy of the same ba
 
 from __future__ import annotations
 
+import pytest
+
 import torch
 
 from mlgrpo.algorithms import AdvantageConfig
@@ -66,6 +68,7 @@ class PPOFirst(FirstLoss, PPOTrainer):
     pass
 
 
+@pytest.mark.slow
 def test_entropy_bonus_is_trls_entropy_coef_in_both_arms(tmp_path, make_model, tokenizer, dataset):
     """loss(coef) = loss(0) - coef x mean token entropy (TRL: L = L_policy - coef * H), on the same first batch."""
     from .conftest import length_reward
