@@ -2,8 +2,8 @@
 
 Trains the PPO arm of dist_equivalence.py (same seed, global batch, steps and greedy decoding) with FSDP2
 (training.fsdp: full_shard, fsdp_config.version 2): the policy and the critic both sharded over the ranks.
-Writes from rank 0 the full parameters to OUT/ppo_fsdp_world<W>.pt (and a checkpoint at the last step,
-under OUT/ppo-fsdp-<W>), and each rank's view of the sharding
+Writes from rank 0 the full parameters to OUT/ppo_fsdp_world<W>.pt, and those of the same run resumed from
+its checkpoint before the last step to OUT/ppo_fsdp_resumed_world<W>.pt, and each rank's view of the sharding
 (which parameters are DTensors, and how many elements this rank holds of each model) to OUT/fsdp_rank<k>.json.
 
 accelerate (1.15) turns FSDP on only for GPU process groups (AcceleratorState.__init__ in accelerate/state.py);
@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import torch
+from transformers import TrainerCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -58,27 +59,58 @@ def sharding(model, world: int) -> dict:
             "local_elements": local, "elements": sum(p.numel() for p in params), "world": world}
 
 
+class StepsTrained(TrainerCallback):
+    """The optimiser steps this trainer ran (a resumed one: only those after its checkpoint)."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.steps.append(state.global_step)
+
+
+def train(out: Path, world: int, tokenizer, resume: str | None = None) -> PPOTrainer:
+    args = grpo_args(out / f"ppo-fsdp-{world}", max_steps=STEPS, per_device_train_batch_size=GLOBAL_BATCH // world,
+                     learning_rate=1e-4, generation_kwargs={"do_sample": False}, beta=0.0,
+                     save_strategy="steps", save_steps=STEPS - 1, **FSDP)  # a checkpoint before the last step
+    fsdp_on_gloo(args)
+    trainer = PPOTrainer(model=make_policy(tokenizer), reward_funcs=[prompt_and_length_reward], args=args,
+                         train_dataset=build_dataset(), processing_class=tokenizer,
+                         algorithm=AlgorithmConfig.ppo_default(), kl=KLConfig(), sampler=SamplerConfig(name="balanced", seed=0),
+                         callbacks=[StepsTrained()])
+    trainer.train(resume_from_checkpoint=resume)
+    return trainer
+
+
+def trainer_steps(trainer) -> list[int]:
+    return next(c for c in trainer.callback_handler.callbacks if isinstance(c, StepsTrained)).steps
+
+
+def save_parameters(trainer: PPOTrainer, path: Path) -> None:
+    state = {f"policy.{k}": v for k, v in full_parameters(trainer.model).items()}
+    state.update({f"critic.{k}": v for k, v in full_parameters(trainer.critic).items()})
+    if trainer.accelerator.is_main_process:
+        torch.save(state, path)
+    trainer.accelerator.wait_for_everyone()
+
+
 def main(out: Path) -> None:
     torch.set_num_threads(1)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     tokenizer = build_tokenizer()
-    args = grpo_args(out / f"ppo-fsdp-{world}", max_steps=STEPS, per_device_train_batch_size=GLOBAL_BATCH // world,
-                     learning_rate=1e-4, generation_kwargs={"do_sample": False}, beta=0.0,
-                     save_strategy="steps", save_steps=STEPS, **FSDP)  # a checkpoint at the end: a collective save
-    fsdp_on_gloo(args)
-    trainer = PPOTrainer(model=make_policy(tokenizer), reward_funcs=[prompt_and_length_reward], args=args,
-                         train_dataset=build_dataset(), processing_class=tokenizer,
-                         algorithm=AlgorithmConfig.ppo_default(), kl=KLConfig(), sampler=SamplerConfig(name="balanced", seed=0))
-    trainer.train()
+    trainer = train(out, world, tokenizer)
     rank = int(os.environ.get("RANK", "0"))
     views = {"policy": sharding(trainer.model, world), "critic": sharding(trainer.critic, world),
              "engine": trainer.accelerator.distributed_type.value}
     (out / f"fsdp_rank{rank}.json").write_text(json.dumps(views))
-    state = {f"policy.{k}": v for k, v in full_parameters(trainer.model).items()}
-    state.update({f"critic.{k}": v for k, v in full_parameters(trainer.critic).items()})
-    if trainer.accelerator.is_main_process:
-        torch.save(state, out / f"ppo_fsdp_world{world}.pt")
-    trainer.accelerator.wait_for_everyone()
+    save_parameters(trainer, out / f"ppo_fsdp_world{world}.pt")
+    # Resumed from the checkpoint of step STEPS - 1: the critic, its optimiser and schedule read back into
+    # their shards, and the last step trained again.
+    checkpoint = out / f"ppo-fsdp-{world}" / f"checkpoint-{STEPS - 1}"
+    resumed = train(out, world, tokenizer, resume=str(checkpoint))
+    save_parameters(resumed, out / f"ppo_fsdp_resumed_world{world}.pt")
+    steps = {"first": trainer_steps(trainer), "resumed": trainer_steps(resumed)}
+    (out / f"fsdp_steps_rank{rank}.json").write_text(json.dumps(steps))
 
 
 if __name__ == "__main__":
