@@ -7,7 +7,9 @@
        row must move: float32 values and int64 ids in, mean, std and count out)
     3. placement: the trimmed quickstart through `mlgrpo run` with run.gpus_per_run 1 (two runs at once on two
        GPUs, or two in turn on one), its PPO arm sharded with FSDP2 on two GPUs (policy and critic), and a vLLM
-       colocated GRPO rollout when vLLM is installed (gpu_placement.py)
+       colocated GRPO rollout when vLLM is installed (gpu_placement.py); a shipped GPU recipe
+       (qwen2.5-0.5b-lora.yaml) as written, every arm for 2 steps and its probe, with a random-init model of its
+       shape (gpu_recipe.py)
     4. bf16 GRPO and PPO steps, full fine-tuning and LoRA, every critic option, on random-init configs of
        Qwen2.5-0.5B's and -1.5B's shapes written locally (the tiny tokenizer): samples/s, tokens/s and
        torch.cuda.max_memory_allocated, beside the memory model's estimate (mlgrpo/trainers/memory.py)
@@ -155,6 +157,9 @@ def main(budget_s: float, benchmarks: bool) -> int:
     checks += gpu_placement.placement(torch.cuda.device_count(), budget_s / 5)
     checks += gpu_placement.sharded_ppo(torch.cuda.device_count(), budget_s / 5)
     checks += gpu_placement.vllm(budget_s / 5)
+    from bench import gpu_recipe
+
+    checks += gpu_recipe.check(budget_s / 5)
     results = training(started + budget_s)
     body = "\n\n".join([
         f"Device: {device}; torch {torch.__version__}; {time.monotonic() - started:.0f} s in all.",

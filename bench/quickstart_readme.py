@@ -73,7 +73,9 @@ def block(folder: Path = REPORT, name: str = "quickstart") -> str:
     lines = [begin, "", _table(header, rows), "",
              f"{'Every' if above else 'Not every'} run ends above its start on the held-out {HEADLINE} (macro over "
              f"languages). Mean over seeds [95% interval], {HEADLINE}: " + "; ".join(means) + ".", "",
-             *_paragraph(clipping(folder)), *_paragraph(timing_line(folder)),
+             *_paragraph(clipping(folder)),
+             *([] if name == "quickstart" else [*_paragraph(change(folder)), *_paragraph(signal(folder))]),
+             *_paragraph(timing_line(folder)),
              f"The report's answer (`reports/{name}/report.md`, word for word):", "",
              *answer_bullets(folder / "report.md"), "", end]
     return "\n".join(lines)
@@ -100,6 +102,39 @@ def clipping(folder: Path) -> str | None:
         return None
     return ("Clipping, mean over the logged steps (the largest value any seed logged), from the report's "
             "tables/diagnostics.csv: " + ". ".join(parts) + ".")
+
+
+def change(folder: Path) -> str | None:
+    """Each arm's held-out change since step 0 with its paired 95% interval, from tables/change.csv; the metrics
+    whose interval lies above 0 named."""
+    path = folder / "tables" / "change.csv"
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    rows = [[str(r.arm), str(r.metric), _num(r.start), _num(r.end), f"{float(r.change):+.3f} [{float(r.low):+.3f}, "
+             f"{float(r.high):+.3f}]", "above 0" if r.low > 0 else "below 0" if r.high < 0 else "includes 0"]
+            for _, r in table.iterrows()]
+    return ("Change since step 0 on the same held-out prompts, per arm (the report's tables/change.csv: paired by "
+            "seed and prompt, 95% interval):\n\n" + _table(["arm", "metric", "step 0", "end", "change [95%]",
+                                                               "interval"], rows))
+
+
+def signal(folder: Path) -> str | None:
+    """Whether training had a live signal, from tables/diagnostics.csv: the zero-std share per language and
+    the held-out KL to the initial policy, first -> last logged value (mean over seeds)."""
+    path = folder / "tables" / "diagnostics.csv"
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    if "first" not in table.columns:
+        return None
+    rows = [[str(r.arm), str(r.diagnostic), f"{_num(r['first'])} -> {_num(r['last'])}", _num(r["mean over steps"])]
+            for _, r in table.iterrows() if str(r.metric).startswith(("train/adv/frac_zero_std/", "eval/kl_ref/",
+                                                                       "train/frac_reward_zero_std"))]
+    if not rows:
+        return None
+    return ("The signal, from the report's tables/diagnostics.csv (first -> last logged value, and the mean over "
+            "the logged steps):\n\n" + _table(["arm", "diagnostic", "first -> last", "mean"], rows))
 
 
 def _percent(value) -> str:

@@ -1,7 +1,13 @@
-"""Test-wide settings (one torch thread: the CI machine has 2 cores; no hub access) and a real MLflow server.
+"""Test-wide settings (one torch thread: the CI machine has 2 cores; no hub access), a real MLflow server, and
+how pytest-xdist shares the suite out.
 
 Starting `mlflow server` takes 10-20 s on a loaded 2-core machine, so one server serves the whole session;
 the tracking outage test stops and restarts it on the same port and store.
+
+The suite runs under pytest-xdist (`-n auto --dist loadgroup`, pyproject.toml): each test file goes to one
+worker whole (its module fixtures are made once), and the tests that share a costly session fixture
+(the MLflow server, the shortened quickstart's store) go to one worker together, so each is made once.
+`python -m pytest -n 0` runs in one process.
 """
 
 from __future__ import annotations
@@ -62,6 +68,32 @@ SKIPPED_KEY = "mlgrpo/skipped"
 _SKIPPED: set[str] = set()
 
 
+# Session fixtures that cost a server start or a whole run: the tests that use one are sent to the same xdist
+# worker, which makes it once.
+SHARED_FIXTURES = ("quickstart_store", "mlflow_server")
+
+
+class _WorkerGroups:
+    """Each test's xdist group: the shared fixture it uses, else its file."""
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups (--dist loadgroup)
+    def pytest_collection_modifyitems(self, session, config, items):
+        for item in items:
+            shared = next((name for name in SHARED_FIXTURES if name in item.fixturenames), None)
+            item.add_marker(pytest.mark.xdist_group(shared or item.nodeid.split("::")[0]))
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_WorkerGroups(), "mlgrpo-worker-groups")
+    if config.getoption("--skipped-last") and _recorded_skips(config) is None and not hasattr(config, "workerinput"):
+        raise pytest.UsageError("--skipped-last: no run has recorded its skipped tests here yet; run python -m pytest")
+
+
+def _node(nodeid: str) -> str:
+    """A test's id without the "@group" suffix pytest-xdist adds under --dist loadgroup."""
+    return nodeid.split("@")[0]
+
+
 def pytest_addoption(parser):
     parser.addoption("--skipped-last", action="store_true",
                      help="run only the tests that skipped in the last run (recorded in .pytest_cache)")
@@ -69,7 +101,7 @@ def pytest_addoption(parser):
 
 def pytest_collectreport(report):
     if report.skipped:  # a whole module skipped at import (pytest.importorskip at its top)
-        _SKIPPED.add(report.nodeid)
+        _SKIPPED.add(_node(report.nodeid))
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -79,19 +111,21 @@ def pytest_runtest_logreport(report) -> None:
     import json
 
     if report.skipped and not hasattr(report, "wasxfail"):
-        _SKIPPED.add(report.nodeid)
+        _SKIPPED.add(_node(report.nodeid))
     log = os.environ.get("MLGRPO_RELIABILITY_LOG")
     if log and (report.when == "call" or report.failed):
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"result": report.outcome, "test": report.nodeid, "when": report.when}) + "\n")
 
 
+def _recorded_skips(config) -> list[str] | None:
+    return config.cache.get(SKIPPED_KEY, None) if getattr(config, "cache", None) is not None else None
+
+
 def _skipped_last(config, items) -> None:
-    recorded = config.cache.get(SKIPPED_KEY, None) if hasattr(config, "cache") else None
-    if recorded is None:
-        raise pytest.UsageError("--skipped-last: no run has recorded its skipped tests here yet; run python -m pytest")
+    recorded = _recorded_skips(config) or []
     keep = [item for item in items
-            if any(item.nodeid == node or item.nodeid.startswith(node + "::") for node in recorded)]
+            if any(_node(item.nodeid) == node or _node(item.nodeid).startswith(node + "::") for node in recorded)]
     config.hook.pytest_deselected(items=[item for item in items if item not in keep])
     items[:] = keep
 
@@ -100,7 +134,10 @@ def _skipped_last(config, items) -> None:
 def pytest_collection_modifyitems(session, config, items):
     if config.getoption("--skipped-last"):
         _skipped_last(config, items)
-    if not _STARTED and any("mlflow_server" in item.fixturenames for item in items):
+    # Started while the first tests run. An xdist worker collects every test but runs only its share: there
+    # the fixture starts the server when a test of this worker first needs it.
+    if not _STARTED and not hasattr(config, "workerinput") and any("mlflow_server" in item.fixturenames
+                                                                    for item in items):
         _launch()
 
 

@@ -12,6 +12,7 @@ Metrics are 0-d tensors on the rewards' device; the trainer converts them to num
 so no host synchronisation happens here. Group health is of the (weighted) reward:
     adv/groups, adv/zero_std_groups (singletons included), adv/singleton_groups   baseline groups
     adv/frac_zero_std          share of rows in zero-std groups (TRL's frac_reward_zero_std)
+    adv/frac_zero_std/<lang>   the same share among each language's rows
     adv/nonfinite_rewards      NaN (no reward) and +-inf rewards: left out, advantage 0 (per-token: rows)
     adv/nonfinite_advantages   advantages that came out non-finite and were set to 0 (should stay 0)
     adv/mean, adv/std, adv/abs_mean, adv/mean/<lang>, adv/std/<lang>    advantages per completion
@@ -194,9 +195,12 @@ def _metrics(
         "adv/abs_mean": per_row.abs().mean(),
     }
     by_language = group_stats(per_row, keys.lang_ids, 0, num_ids=len(keys.languages)).table
+    flat = group_stats((reward_stats.std == 0).to(dtype), keys.lang_ids, 0, num_ids=len(keys.languages)).table
     for i, lang in enumerate(keys.languages):
         metrics[f"adv/mean/{lang}"] = by_language.mean[i]
         metrics[f"adv/std/{lang}"] = by_language.std[i]
+        # DAPO's zero-variance groups, per language: the share of a language's rows without a GRPO signal
+        metrics[f"adv/frac_zero_std/{lang}"] = flat.mean[i]
     return metrics
 
 

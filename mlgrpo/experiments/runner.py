@@ -75,7 +75,7 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
     uri, parent, pending = open_runs(experiment, path, runs, tracking_uri, board, indexed=bool(only or seeds))
     pending = longest_first(pending, key=lambda item: item[1])
     placement = plan_placement(experiment, [run for _, run, _ in pending], setting)
-    groups = list(dict.fromkeys(slot.devices for slot in placement.slots)) or [()]
+    groups = worker_groups(placement)
     n_workers = placement.workers
     threads = max(1, default_threads() // n_workers)
     if pending:
@@ -88,6 +88,19 @@ def run_experiment(path: str, *, tracking_uri: str | None = None, only=None, see
     finally:
         signal.signal(signal.SIGTERM, previous)
     return close_parent(parent, outcomes, stream, report=(str(path), uri))
+
+
+def worker_groups(placement) -> list[tuple[str, ...]]:
+    """One entry per worker process, its devices: on a CPU machine every worker's is (), and there are as many
+    as the placement has workers (merging equal device groups once left a CPU machine one run at a time).
+
+    >>> from mlgrpo.experiments.placement import place
+    >>> worker_groups(place(["a", "b", "c"], (), 0, workers=2, cpu_workers=2))
+    [(), ()]
+    >>> worker_groups(place(["a", "b", "c"], ("0", "1"), 1, workers="auto", cpu_workers=2))
+    [('0',), ('1',)]
+    """
+    return list({slot.worker: slot.devices for slot in placement.slots}.values()) or [()]
 
 
 def longest_first(items: list, key=lambda run: run) -> list:

@@ -243,15 +243,25 @@ def cost_table(comp: Comparison) -> pd.DataFrame:
 DIAGNOSTICS = (("train/clip_ratio/region_mean", "clip fraction (share of tokens whose ratio is clipped)"),
                ("train/ppo/value_clipfrac", "PPO value clip fraction"),
                ("train/kl", "KL to the reference (train)"),
-               ("train/entropy", "entropy"))
+               ("eval/kl_ref/macro", "KL to the initial policy (held-out, per token)"),
+               ("train/entropy", "entropy"),
+               ("train/frac_reward_zero_std", "zero-std share (rows in groups without reward spread)"))
+ZERO_STD = "train/adv/frac_zero_std/"  # + language: the same share among one language's rows (DAPO's starvation)
 
 
 def diagnostics_table(comp: Comparison) -> pd.DataFrame:
     """Per arm and diagnostic that the arm logged: the mean over its logged steps (mean over seeds), the
-    largest value any seed logged, and how many steps and seeds that covers."""
+    largest value any seed logged, the first and the last value (mean over seeds: does it grow?), and how many
+    steps and seeds that covers. The zero-std share also per language, in the experiment's language order."""
     rows = []
+    languages = [k.removeprefix(ZERO_STD) for k in sorted({k for a in comp.arms for r in comp.runs[a].values()
+                                                            for k in r.history if k.startswith(ZERO_STD)})
+                 if k != ZERO_STD + "all"]  # "all" is the overall share, the row above
+    order = {lang: i for i, lang in enumerate(comp.languages)}
+    languages.sort(key=lambda lang: (order.get(lang, len(order)), lang))
+    keys = list(DIAGNOSTICS) + [(ZERO_STD + lang, f"zero-std share, {lang}") for lang in languages]
     for arm in comp.arms:
-        for key, label in DIAGNOSTICS:
+        for key, label in keys:
             per_seed = [np.array([v for _, v in run.history.get(key, [])], dtype=float)
                         for run in comp.runs[arm].values()]
             per_seed = [values[np.isfinite(values)] for values in per_seed]
@@ -261,9 +271,11 @@ def diagnostics_table(comp: Comparison) -> pd.DataFrame:
             rows.append({"arm": arm, "diagnostic": label, "metric": key,
                          "mean over steps": _mean([float(values.mean()) for values in per_seed]),
                          "max": float(max(values.max() for values in per_seed)),
+                         "first": _mean([float(values[0]) for values in per_seed]),
+                         "last": _mean([float(values[-1]) for values in per_seed]),
                          "steps logged": int(sum(values.size for values in per_seed)), "seeds": len(per_seed)})
-    return pd.DataFrame(rows, columns=["arm", "diagnostic", "metric", "mean over steps", "max", "steps logged",
-                                       "seeds"])
+    return pd.DataFrame(rows, columns=["arm", "diagnostic", "metric", "mean over steps", "max", "first", "last",
+                                       "steps logged", "seeds"])
 
 
 EFFECTIVE = "effective."  # params of what each arm trains with, defaults included (experiments/effective.py)

@@ -99,6 +99,8 @@ def test_zero_std_groups_and_bad_rewards_give_finite_advantages_and_are_counted(
         assert m["adv/nonfinite_rewards"].item() == 4.0  # two NaN (no reward), inf and -inf
         # scored rows per group: a = [0.5] * 3 (zero std), b = [1, 0], c = [2] (a singleton, std 0)
         assert (m["adv/groups"].item(), m["adv/zero_std_groups"].item(), m["adv/singleton_groups"].item()) == (3, 2, 1)
+        # per language, the share of rows in a group without spread: en = a's 3 of its 7 rows, zh = c's 3 of 3
+        assert m["adv/frac_zero_std/en"].item() == pytest.approx(3 / 7) and m["adv/frac_zero_std/zh"].item() == 1.0
         assert m["adv/nonfinite_advantages"].item() == 0.0
 
 

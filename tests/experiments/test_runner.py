@@ -149,6 +149,11 @@ def test_quickstart_with_four_workers_on_one_sqlite_store(quickstart_store, reli
         assert sorted(train) == list(range(1, 9)), (run.info.run_name, train)
         evals = [m.step for m in client.get_metric_history(run.info.run_id, "eval/exact_match/sw")]
         assert sorted(evals) == [0, 4, 8], (run.info.run_name, evals)
+    # Four at once: each run spans its first logged loss to its end, and at some moment four of them overlap
+    # (a runner that merged the CPU workers' empty device groups ran them one at a time).
+    spans = [(min(m.timestamp for m in client.get_metric_history(r.info.run_id, "train/loss")), r.info.end_time)
+             for r in children]
+    assert max(sum(start <= t < end for start, end in spans) for t, _ in spans) == 4, spans
     assert (tmp_path / "reports" / "quickstart" / "report.html").is_file()
     reliability.record("fault", "the quickstart's 6 runs in 4 worker processes on one new sqlite store, logging "
                        "every step", "survived")

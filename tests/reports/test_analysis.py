@@ -176,6 +176,19 @@ def test_diagnostics_are_the_mean_and_max_over_logged_steps_by_hand():
     assert clip.loc["ppo", "mean over steps"] == pytest.approx(0.04)  # (0.02 + 0.06) / 2 seeds
     assert clip.loc["ppo", "max"] == pytest.approx(0.06) and clip.loc["ppo", "steps logged"] == 4
     assert clip.loc["grpo", "max"] == 0.0 and clip.loc["grpo", "seeds"] == 1
+    assert clip.loc["ppo", "first"] == pytest.approx(0.03) and clip.loc["ppo", "last"] == pytest.approx(0.05)
     value = table[table.metric == "train/ppo/value_clipfrac"]
     assert list(value.arm) == ["ppo"] and value.iloc[0]["mean over steps"] == pytest.approx(0.3)
     assert value.iloc[0]["seeds"] == 1  # GRPO has no critic: no row, rather than a zero
+
+
+def test_zero_std_share_per_language_follows_the_experiments_language_order():
+    grpo = run("grpo", 0, [0] * 4, [0] * 4)
+    grpo.history["train/adv/frac_zero_std/ja"] = [(1, 1.0), (5, 0.5)]
+    grpo.history["train/adv/frac_zero_std/en"] = [(1, 0.0), (5, 0.25)]
+    grpo.history["train/adv/frac_zero_std/all"] = [(1, 0.5), (5, 0.375)]  # the overall share: its own row
+    table = analysis.diagnostics_table(comparison([grpo]))
+    flat = table[table.metric.str.startswith("train/adv/frac_zero_std/")]
+    assert list(flat.diagnostic) == ["zero-std share, en", "zero-std share, ja"]  # the comparison's order: en, ja
+    assert list(flat["first"]) == [0.0, 1.0] and list(flat["last"]) == [0.25, 0.5]
+    assert list(flat["mean over steps"]) == [0.125, 0.75]
