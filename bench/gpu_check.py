@@ -6,9 +6,10 @@
     2. group_stats throughput at N = 1e6, 1e7, 1e8 rows against the device's memory bandwidth (24 bytes a
        row must move: float32 values and int64 ids in, mean, std and count out)
     3. placement: the trimmed quickstart through `mlgrpo run` with run.gpus_per_run 1 (two runs at once on two
-       GPUs, or two in turn on one), and a vLLM colocated GRPO rollout when vLLM is installed (gpu_placement.py);
-       a shipped GPU recipe (qwen2.5-0.5b-lora.yaml) as written, every arm for 2 steps and its probe, with a
-       random-init model of its shape (gpu_recipe.py)
+       GPUs, or two in turn on one), its PPO arm sharded with FSDP2 on two GPUs (policy and critic), and a vLLM
+       colocated GRPO rollout when vLLM is installed (gpu_placement.py); a shipped GPU recipe
+       (qwen2.5-0.5b-lora.yaml) as written, every arm for 2 steps and its probe, with a random-init model of its
+       shape (gpu_recipe.py)
     4. bf16 GRPO and PPO steps, full fine-tuning and LoRA, every critic option, on random-init configs of
        Qwen2.5-0.5B's and -1.5B's shapes written locally (the tiny tokenizer): samples/s, tokens/s and
        torch.cuda.max_memory_allocated, beside the memory model's estimate (mlgrpo/trainers/memory.py)
@@ -154,6 +155,7 @@ def main(budget_s: float, benchmarks: bool) -> int:
 
     # Each whole-command check gets at most a fifth of the budget: the training rows are the larger part.
     checks += gpu_placement.placement(torch.cuda.device_count(), budget_s / 5)
+    checks += gpu_placement.sharded_ppo(torch.cuda.device_count(), budget_s / 5)
     checks += gpu_placement.vllm(budget_s / 5)
     from bench import gpu_recipe
 

@@ -4,6 +4,9 @@
                `mlgrpo run` with run.gpus_per_run 1: with two GPUs or more, both runs at once, each on its own
                GPU; with one, the two in turn on it. Each child run's placement.devices tag, its status, its
                system/peak_memory_mb and the wall time.
+    sharded    with two GPUs or more: the trimmed PPO arm on two ranks (run.gpus_per_run 2) with FSDP2
+               (training.fsdp: full_shard), the policy and the separate critic both sharded, checkpoints
+               included; PPOTrainer refuses a run where accelerate left FSDP off, so FINISHED means sharded.
     vllm       when vLLM is installed: the trimmed GRPO arm with training.use_vllm and vllm_mode colocate on
                the default tiny model (head size 64, which vLLM's attention kernels take); skipped otherwise.
 
@@ -71,6 +74,27 @@ def placement(gpus: int, timeout: float) -> list[list]:
           and all(r.info.status == "FINISHED" for r in children.values()))
     detail = "; ".join(f"{name} on GPU {devices[name]}, peak {memory[name]} MB" for name in sorted(children))
     return [[f"placement: {expected}", "passed" if ok else "FAILED", f"{detail}; {seconds:.0f} s wall"]]
+
+
+def sharded_ppo_text() -> str:
+    """The trimmed quickstart's PPO arm on two ranks with FSDP2."""
+    text = TRIMMED.read_text(encoding="utf-8").replace("run:\n", "run:\n  gpus_per_run: 2\n", 1)
+    text = text.replace("  workers: 2\n", "")
+    return text.replace("  logging_steps: 1\n", "  logging_steps: 1\n  fsdp: full_shard\n  fsdp_config: {version: 2}\n")
+
+
+def sharded_ppo(gpus: int, timeout: float) -> list[list]:
+    name = "sharded PPO step: FSDP2 on 2 GPUs, policy and separate critic"
+    if gpus < 2:
+        return [[name, "skipped", f"needs 2 GPUs, {gpus} visible"]]
+    result, children, seconds = _run(sharded_ppo_text(), timeout, "--only", "ppo")
+    run = children.get("ppo-seed0")
+    if result is None or result.returncode != 0 or run is None or run.info.status != "FINISHED":
+        return [[name, "FAILED", _tail(result)]]
+    metrics = run.data.metrics
+    return [[name, "passed", f"ranks {run.data.tags.get('placement.ranks')}, critic grad norm "
+                             f"{metrics.get('train/ppo/critic_grad_norm')}, peak {metrics.get('system/peak_memory_mb')} "
+                             f"MB; {seconds:.0f} s wall"]]
 
 
 def vllm(timeout: float) -> list[list]:

@@ -34,6 +34,20 @@ def test_gpu_shapes_have_the_parameters_of_qwen2_5_0_5b_and_1_5b():
     assert small == 494_032_768 and large == 1_543_714_304  # Qwen2.5-0.5B and -1.5B, tied embeddings
 
 
+def test_the_sharded_ppo_check_runs_a_valid_file_and_skips_below_two_gpus(tmp_path):
+    from bench.gpu_placement import sharded_ppo, sharded_ppo_text
+    from mlgrpo.experiments import load_experiment
+
+    path = tmp_path / "sharded.yaml"
+    path.write_text(sharded_ppo_text(), encoding="utf-8")
+    experiment = load_experiment(path)
+    assert experiment.run_settings.gpus_per_run == 2
+    run = next(r for r in experiment.plan() if r.arm == "ppo")
+    assert run.training["fsdp"] == "full_shard" and run.algorithm.ppo.value_model == "separate"
+    assert sharded_ppo(1, 1.0) == [["sharded PPO step: FSDP2 on 2 GPUs, policy and separate critic", "skipped",
+                                    "needs 2 GPUs, 1 visible"]]
+
+
 def test_the_gpu_recipe_smoke_keeps_every_setting_but_the_model_and_size(tmp_path):
     import yaml
 

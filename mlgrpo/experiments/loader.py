@@ -35,7 +35,7 @@ from mlgrpo.experiments.sections import (
 )  # fmt: skip
 from mlgrpo.experiments.source import ConfigError, Source, dotted, read_source
 from mlgrpo.experiments.training import (
-    build_grpo_config, check_group_schedule, check_lora, check_training, trl_settings,
+    build_grpo_config, check_group_schedule, check_lora, check_ppo_engine, check_training, trl_settings,
 )  # fmt: skip
 from mlgrpo.reports.settings import ReportConfig
 
@@ -293,6 +293,7 @@ def resolve_arm(name: str, merged: Mapping, overrides: Mapping, context: _Contex
     rewards = parse_rewards(merged["rewards"])
     training = check_training(merged["training"], minibatches=update.minibatches)
     check_group_schedule(training, update, algorithm, sampler)
+    check_ppo_engine(training, algorithm, context.run.gpus_per_run or 1)
     model = dataclasses.replace(context.model, lora=check_lora(check_mapping(merged["model"], ("model",)).get("lora")))
     _check_against_data(sampler, rewards, context)
     run_name = f"{name}-seed{context.seed}"

@@ -11,6 +11,7 @@ Knows nothing about MLflow; loads no weights.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from mlgrpo.trainers.memory import Coefficients, Fit, Workload, estimate, load_fit, terms
@@ -53,19 +54,30 @@ def plan_memory(experiment) -> MemoryPlan | str:
     prompt_tokens, note = _longest_prompt(experiment, arch.tokenizer_folder)
     weight_bytes = _weight_bytes(arch.config, experiment.model.dtype)
     plan = MemoryPlan(device, available, _concurrent(experiment, device), fit, note=note)
+    ranks = max(1, experiment.run_settings.gpus_per_run or 1)
+    sharded: dict[str, str] = {}  # arm -> the states its engine splits over the ranks
     for arm, run in runs.items():
         shape = count(arch.config, run.model.lora)
-        work = _workload(run, shape.parameters, weight_bytes, prompt_tokens)
+        work = _workload(run, shape.parameters, weight_bytes, prompt_tokens, ranks)
         plan.arms.append(ArmEstimate(arm, estimate(shape, work, coef), terms(shape, work, coef)))
+        if work.sharded:
+            sharded[arm] = ", ".join(work.sharded)
+    if sharded:
+        notes = [plan.note] if plan.note else []
+        notes += [f"per rank of {ranks} (run.gpus_per_run): {arm}'s {states} sharded" for arm, states in sharded.items()]
+        plan = dataclasses.replace(plan, note="; ".join(notes))
     _warn(plan)
     return plan
 
 
-def _workload(run, parameters: int, weight_bytes: int, prompt_tokens: int) -> Workload:
+def _workload(run, parameters: int, weight_bytes: int, prompt_tokens: int, ranks: int = 1) -> Workload:
+    """What `run` holds on each of its `ranks` (run.gpus_per_run): FSDP or ZeRO split some states over them."""
     from mlgrpo.experiments.training import grpo_config
+    from mlgrpo.trainers.sharding import sharded_states
 
     args = grpo_config(run, "/nonexistent-memory-estimate")  # nothing is written: GRPOConfig only reads it
     lora = bool(run.model.lora)
+    sharded = sharded_states(run.training) if ranks > 1 else ()
     return Workload(
         algorithm=run.algorithm.name,
         critic=run.algorithm.ppo.value_model if run.algorithm.name == "ppo" else None,
@@ -76,6 +88,9 @@ def _workload(run, parameters: int, weight_bytes: int, prompt_tokens: int) -> Wo
         completion_tokens=args.max_completion_length,
         reference=run.kl.coef > 0 and not lora,
         eval_copy=not lora and parameters <= EVAL_COPY_LIMIT,
+        shards=ranks if sharded else 1,
+        sharded=sharded,
+        reference_sharded=True,  # TRL's reference model and PPO's KL reference are prepared like the policy
     )
 
 

@@ -113,6 +113,9 @@ def check_training(raw: Any, path: tuple = ("training",), minibatches: int = 1) 
                                             f"{closest(value, map(str, choices))}")
     if settings.get("use_vllm") and importlib.util.find_spec("vllm") is None:
         raise ConfigError((*path, "use_vllm"), "vllm is not installed; install it or set use_vllm: false")
+    if settings.get("deepspeed") and importlib.util.find_spec("deepspeed") is None:  # transformers' error is a traceback
+        raise ConfigError((*path, "deepspeed"), "deepspeed is not installed; install it (pip install deepspeed) or "
+                                                "remove training.deepspeed")
     check_group_layout(settings, path, minibatches)
     return settings
 
@@ -258,3 +261,17 @@ def grpo_config(run, output_dir: str, **forced: Any):
     and `forced`."""
     settings = trl_settings(run.training, run.update, run.kl, run.algorithm.name)
     return build_grpo_config(settings, output_dir, seed=run.seed, run_name=run.run_name, **forced)
+
+
+def check_ppo_engine(settings: Mapping[str, Any], algorithm, ranks: int = 1) -> None:
+    """A PPO arm whose training settings ask for an engine its critic cannot train under (trainers/sharding.py
+    says why), refused at the key that asks for it; `ranks` per run (run.gpus_per_run)."""
+    if algorithm.name != "ppo":
+        return
+    from mlgrpo.trainers.sharding import DEEPSPEED, FSDP1, ppo_refusal, training_engine
+
+    engine = training_engine(settings)
+    problem = ppo_refusal(engine, algorithm.ppo.value_model, ranks)
+    if problem:
+        key = {DEEPSPEED: ("training", "deepspeed"), FSDP1: ("training", "fsdp_config")}.get(engine)
+        raise ConfigError(key or ("algorithm", "ppo", "value_model"), problem)

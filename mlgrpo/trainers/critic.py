@@ -38,9 +38,17 @@ class ValueModel(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
+    @property
+    def _no_split_modules(self) -> list[str] | None:
+        # The backbone's decoder layers, which FSDP2 shards one by one (accelerate's transformer-based wrap
+        # reads this from the model it prepares, and keeps the classes it found for the policy, prepared later).
+        return getattr(self.backbone, "_no_split_modules", None)
+
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.head(hidden.to(self.head.weight.dtype)).squeeze(-1)  # (B, L)
+        # (B, L), a tensor of its own rather than a view: FSDP2 warns on a view (an in-place op on it would skip
+        # the backward's all-gather hook)
+        return self.head(hidden.to(self.head.weight.dtype)).squeeze(-1).clone()
 
 
 def completion_values(critic: nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, completion_ids: Tensor,
@@ -141,10 +149,13 @@ def critic_optimizer_step(optimizer: torch.optim.Optimizer, parameters: list[nn.
     (accelerate calls it there): it must run once per optimiser step, after every optimiser of the step
     (GradScaler's multi-optimiser protocol); a second call would move the loss scale twice per step.
     `optimizer` is a plain torch optimiser, not one prepared by accelerate (whose step() calls update()).
+    Under FSDP2 the parameters are shards (DTensors): the norm is that of the whole gradient, over ranks.
     """
     if scaler is not None:
         scaler.unscale_(optimizer)
     norm = torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
+    if hasattr(norm, "full_tensor"):  # a DTensor (FSDP2): the same total on every rank
+        norm = norm.full_tensor()
     if scaler is not None:
         scaler.step(optimizer)
     else:

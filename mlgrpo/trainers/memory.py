@@ -11,6 +11,11 @@
                     copies of the largest tensor (the embedding, for any real vocabulary) in flight while a
                     fully trained model's gradients are summed and its optimiser steps, per such model
 
+Sharded over N ranks (FSDP, DeepSpeed ZeRO; Workload.sharded) each rank holds 1/N of what its engine shards:
+ZeRO-1 the optimiser states, ZeRO-2 also the gradients, FSDP full_shard / ZeRO-3 also the weights, of the
+policy, of a separate critic (FSDP2 shards it as a model of its own, trainers/sharding.py) and of TRL's
+reference model. Activations, the KV cache and the largest tensor in flight (all-gathered whole) stay per rank.
+
 PPO holds two training graphs at once: the critic's forward and backward run while the policy's graph
 waits for its backward (trainers/ppo.py); with a value head both backpropagate into one backbone. TRL
 computes log-probabilities in vocabulary chunks, so no (tokens, vocab) logit tensor is ever whole. The
@@ -47,6 +52,9 @@ class Workload:
     completion_tokens: int  # max_completion_length
     reference: bool = False  # a frozen copy of the policy for the KL (kl.coef > 0 without LoRA)
     eval_copy: bool = False  # mlgrpo run's frozen initial policy for held-out KL (no LoRA, < 1B parameters)
+    shards: int = 1  # ranks the sharded states are split over (1: nothing sharded)
+    sharded: tuple[str, ...] = ()  # which states: "optimizer" (ZeRO-1), + "gradients" (ZeRO-2), + "weights" (FSDP, ZeRO-3)
+    reference_sharded: bool = False  # the KL reference is prepared by the engine (TRL's ref model), not a plain copy
 
 
 @dataclass(frozen=True)
@@ -58,16 +66,18 @@ class Coefficients:
 
 
 def terms(shape: Counts, work: Workload, coef: Coefficients) -> dict[str, float]:
-    """Each term of the peak in bytes; their sum is the estimate."""
+    """Each term of the peak in bytes on one rank; their sum is the estimate."""
     lora = shape.lora > 0
     trained, trained_bytes = (shape.lora, LORA_BYTES) if lora else (shape.parameters, work.weight_bytes)
+    share = {state: 1 / work.shards if state in work.sharded else 1.0 for state in ("weights", "gradients", "optimizer")}
+    reference = shape.parameters * work.weight_bytes * (share["weights"] if work.reference_sharded else 1.0)
     out = {
         "process": coef.base + coef.per_vocab * shape.vocab,
-        "weights": shape.parameters * work.weight_bytes + (shape.lora * LORA_BYTES if lora else 0),
-        "gradients": trained * trained_bytes,
-        "optimizer": ADAM_STATES * trained * trained_bytes,
-        "critic": _critic(shape, work),
-        "frozen_copies": (int(work.reference) + int(work.eval_copy)) * shape.parameters * work.weight_bytes,
+        "weights": share["weights"] * (shape.parameters * work.weight_bytes + (shape.lora * LORA_BYTES if lora else 0)),
+        "gradients": share["gradients"] * trained * trained_bytes,
+        "optimizer": share["optimizer"] * ADAM_STATES * trained * trained_bytes,
+        "critic": sum(share[state] * size for state, size in _critic(shape, work).items()),
+        "frozen_copies": int(work.reference) * reference + int(work.eval_copy) * shape.parameters * work.weight_bytes,
         "kv_cache": 2 * shape.layers * shape.kv_width * work.weight_bytes * work.rollout
         * (work.prompt_tokens + work.completion_tokens),
     }
@@ -85,15 +95,15 @@ def largest_bytes(shape: Counts, work: Workload) -> float:
     return policy + (CRITIC_BYTES if work.critic == "separate" else 0)
 
 
-def _critic(shape: Counts, work: Workload) -> float:
-    head = (shape.hidden + 1) * CRITIC_BYTES * (1 + 1 + ADAM_STATES)
+def _critic(shape: Counts, work: Workload) -> dict[str, float]:
+    """The critic's own bytes by state: weights, gradients and AdamW's moments (float32)."""
     if work.critic is None:
-        return 0.0
-    if work.critic == "separate":
-        return shape.backbone * CRITIC_BYTES * (1 + 1 + ADAM_STATES) + head
-    if work.critic == "lora":
-        return shape.lora * LORA_BYTES * (1 + 1 + ADAM_STATES) + head
-    return head  # "head": the backbone is the policy's, its gradients counted with the policy's
+        return {}
+    own = {"separate": shape.backbone, "lora": shape.lora, "head": 0}[work.critic]
+    # "head": the backbone is the policy's, its gradients counted with the policy's
+    elements = own + shape.hidden + 1  # and the linear head
+    return {"weights": elements * CRITIC_BYTES, "gradients": elements * CRITIC_BYTES,
+            "optimizer": ADAM_STATES * elements * CRITIC_BYTES}
 
 
 def estimate(shape: Counts, work: Workload, coef: Coefficients) -> float:

@@ -12,18 +12,23 @@ so a comparison measures the algorithm and not two code bases. What PPO adds:
 
 With several minibatches per rollout (UpdateSchedule) the policy's ratio and the critic's values move away
 from the rollout's between steps, so both clips act (train/clip_ratio/*, train/ppo/value_clipfrac).
-The critic is saved with every checkpoint (critic.safetensors, critic_optimizer.pt) and restored on
-resume. Knows nothing about MLflow or YAML.
+The critic trains under the policy's engine (trainers/sharding.py: one process, DDP, or FSDP2 with both
+models sharded), with its own AdamW and learning-rate schedule (the policy's schedule type and warm-up, at
+ppo.value_learning_rate). It is saved with every checkpoint (critic.safetensors, critic_optimizer.pt,
+critic_scheduler.pt) and restored on resume. Knows nothing about MLflow or YAML.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import os
 
 import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
+from transformers import get_scheduler
+from trl.models import prepare_fsdp
 from trl.trainer.utils import add_fused_lm_head
 
 from mlgrpo.algorithms import GroupKeys, compute_advantages, kl_penalty, per_completion_advantage, token_rewards
@@ -35,9 +40,13 @@ from mlgrpo.trainers.critic import (
 )  # fmt: skip
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
 from mlgrpo.trainers.rollout import RolloutAdvantages
+from mlgrpo.trainers.sharding import FSDP2, check_engine, critic_checkpoint, load_critic_checkpoint, prepare_critic
 
 CRITIC_WEIGHTS = "critic.safetensors"
 CRITIC_OPTIMIZER = "critic_optimizer.pt"
+CRITIC_SCHEDULER = "critic_scheduler.pt"
+
+log = logging.getLogger(__name__)
 
 
 class PPOTrainer(MultilingualGRPOTrainer):
@@ -48,22 +57,19 @@ class PPOTrainer(MultilingualGRPOTrainer):
             raise UserError("PPOTrainer needs an AlgorithmConfig with name 'ppo' (AlgorithmConfig.ppo_default())")
         super().__init__(*args, algorithm=algorithm, **kwargs)
         settings = algorithm.ppo
-        if self.accelerator.num_processes > 1 and settings.value_model in ("head", "lora"):
-            raise UserError(f"ppo.value_model: {settings.value_model} is single-process only (it shares the policy's "
-                            "backbone); use value_model: separate with several processes")
-        if getattr(self, "is_deepspeed_enabled", False):
-            raise UserError("PPO's critic is not prepared for DeepSpeed yet; run PPO without DeepSpeed (GRPO supports it)")
+        self._engine = check_engine(self.accelerator, self.args, settings.value_model)
         policy = self.accelerator.unwrap_model(self.model)
         if settings.value_model == "lora" and base_model(policy) is policy:
             raise UserError("ppo.value_model: lora puts the critic's adapter on a LoRA policy's frozen base; set "
                             "model.lora, or use value_model: separate or head for full fine-tuning")
         critic = build_value_model(policy, settings.value_model).to(self.accelerator.device)
-        params = trainable_critic_parameters(critic, policy)
-        # The model is prepared (DDP averages its gradients); the optimiser is not: accelerate's prepared
-        # optimiser calls the shared GradScaler's update() in its step, which must run once per step.
-        self.critic = self.accelerator.prepare(critic)
-        self.critic_optimizer = torch.optim.AdamW(params, lr=settings.value_learning_rate)
-        self._critic_params = params
+        # Prepared with the critic's adapter active (a no-op for other critics): DDP averages the gradients of
+        # the parameters that require one when it wraps the model, so the critic's adapter and head, not the policy's.
+        with critic_forward(policy, critic):
+            self.critic, self.critic_optimizer, self._critic_params = prepare_critic(
+                self.accelerator, self._engine, critic, trainable_critic_parameters(critic, policy),
+                settings.value_learning_rate)
+        self.critic_scheduler = None  # made with the policy's (create_scheduler), when train() knows the steps
         self._kl_reference = self._reference_for_kl(policy) if self.kl.placed("ppo") == "reward" else None
 
     def _reference_for_kl(self, policy):
@@ -76,11 +82,12 @@ class PPOTrainer(MultilingualGRPOTrainer):
         if self.reference_model is not None:  # TRL's log-prob pass calls it with its fused LM head, as its ref model
             reference = self.reference_model.to(self.accelerator.device)
             add_fused_lm_head(reference, temperature=self.temperature, cast_lm_head_to_fp32=self.args.cast_lm_head_to_fp32)
-            return reference
-        reference = copy.deepcopy(policy).eval()
-        for param in reference.parameters():
-            param.requires_grad_(False)
-        return reference
+        else:
+            reference = copy.deepcopy(policy).eval()
+            for param in reference.parameters():
+                param.requires_grad_(False)
+        # sharded like the policy under FSDP2, as TRL prepares its own reference model
+        return prepare_fsdp(reference, self.accelerator) if self._engine == FSDP2 else reference
 
     # ---- advantages from the critic -----------------------------------------------------------------
 
@@ -173,8 +180,25 @@ class PPOTrainer(MultilingualGRPOTrainer):
                                              self.accelerator.scaler)
                 self.record_metric("train", "ppo/critic_grad_norm", float(norm))
             self.critic_optimizer.zero_grad(set_to_none=True)
+            # the rate this step used (as HF logs the policy's learning_rate), then the next; a skipped step
+            # counts, as it does for the policy's schedule (guard.py)
+            self.record_metric("train", "ppo/critic_learning_rate", self.critic_scheduler.get_last_lr()[0])
+            self.critic_scheduler.step()
             self._hold_policy_in_warmup()
         return loss
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """The policy's schedule (HF's), and the critic's own: the same type, warm-up and length
+        (training.lr_scheduler_type, warmup_steps), from ppo.value_learning_rate, stepped with the critic."""
+        scheduler = super().create_scheduler(num_training_steps, optimizer)
+        if self.args.lr_scheduler_type == "reduce_lr_on_plateau":
+            raise UserError("training.lr_scheduler_type: reduce_lr_on_plateau steps on an evaluation metric, which "
+                            "PPO's critic does not have; choose a schedule over steps (linear, cosine, constant, ...)")
+        self.critic_scheduler = get_scheduler(
+            self.args.lr_scheduler_type, optimizer=self.critic_optimizer,
+            num_warmup_steps=self.args.get_warmup_steps(num_training_steps), num_training_steps=num_training_steps,
+            scheduler_specific_kwargs=self.args.lr_scheduler_kwargs)
+        return scheduler
 
     def _hold_policy_in_warmup(self) -> None:
         """During the critic's warm-up the policy's gradients are dropped, so its optimiser (AdamW skips
@@ -197,12 +221,17 @@ class PPOTrainer(MultilingualGRPOTrainer):
     def save_state(self, folder: str) -> None:
         # The critic first: the base class writes mlgrpo's state file last, and a checkpoint without that
         # file is an unfinished one (a run killed while saving), which resuming passes over.
-        if self.args.should_save:
+        if self._engine == FSDP2:  # gathered from the shards: a collective, on every rank
+            state, optimizer_state = critic_checkpoint(self.critic, self.critic_optimizer)
+        elif self.args.should_save:
             critic = self.accelerator.unwrap_model(self.critic)
             mode = self.algorithm.ppo.value_model
-            state = {k: v.contiguous() for k, v in critic.state_dict().items() if is_critic_tensor(critic, k, mode)}
-            save_file(state, os.path.join(folder, CRITIC_WEIGHTS))
-            torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER))
+            state = {k: v for k, v in critic.state_dict().items() if is_critic_tensor(critic, k, mode)}
+            optimizer_state = self.critic_optimizer.state_dict()
+        if self.args.should_save:
+            save_file({k: v.contiguous() for k, v in state.items()}, os.path.join(folder, CRITIC_WEIGHTS))
+            torch.save(optimizer_state, os.path.join(folder, CRITIC_OPTIMIZER))
+            torch.save(self.critic_scheduler.state_dict(), os.path.join(folder, CRITIC_SCHEDULER))
         super().save_state(folder)
 
     def load_state(self, checkpoint: str) -> None:
@@ -210,9 +239,26 @@ class PPOTrainer(MultilingualGRPOTrainer):
         weights = os.path.join(checkpoint, CRITIC_WEIGHTS)
         if not os.path.exists(weights):
             raise UserError(f"checkpoint {checkpoint} has no {CRITIC_WEIGHTS}: it was not written by PPOTrainer")
-        critic = self.accelerator.unwrap_model(self.critic)
         # Read on the CPU, copied into the critic's own device: safetensors rejects accelerate's "cpu:0"
         # (a process's device under gloo), and load_state_dict copies across devices anyway.
-        critic.load_state_dict(load_file(weights, device="cpu"), strict=self.algorithm.ppo.value_model == "separate")
+        state = load_file(weights, device="cpu")
         optimizer_state = torch.load(os.path.join(checkpoint, CRITIC_OPTIMIZER), weights_only=True, map_location="cpu")
-        self.critic_optimizer.load_state_dict(optimizer_state)
+        if self._engine == FSDP2:
+            load_critic_checkpoint(self.critic, self.critic_optimizer, state, optimizer_state)
+        else:
+            critic = self.accelerator.unwrap_model(self.critic)
+            critic.load_state_dict(state, strict=self.algorithm.ppo.value_model == "separate")
+            self.critic_optimizer.load_state_dict(optimizer_state)
+        self._load_critic_schedule(checkpoint)
+
+    def _load_critic_schedule(self, checkpoint: str) -> None:
+        path = os.path.join(checkpoint, CRITIC_SCHEDULER)
+        if os.path.exists(path):
+            self.critic_scheduler.load_state_dict(torch.load(path, weights_only=True))
+            return
+        # A checkpoint from before the critic had a schedule: the schedule is a function of the step, so it
+        # is brought to the checkpoint's step (the critic had trained at a constant rate until then).
+        log.warning("checkpoint %s has no %s (written before the critic had a learning-rate schedule): the critic's "
+                    "schedule starts at step %d", checkpoint, CRITIC_SCHEDULER, self.state.global_step)
+        for _ in range(self.state.global_step):
+            self.critic_scheduler.step()

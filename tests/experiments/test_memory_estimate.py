@@ -53,3 +53,19 @@ def test_validate_prints_the_estimates_and_warns_when_an_arm_does_not_fit(monkey
     out = capsys.readouterr().out
     assert "arm 'ppo' needs about" in out and "more than the 1.0 GiB of cpu" in out
     assert out.rstrip().endswith("OK")  # a warning, not an error: the file is valid
+
+
+def test_sharding_over_the_ranks_of_a_run_divides_the_states_it_shards(write):
+    from .conftest import QUICKSTART, edited
+
+    plain = plan_memory(load_experiment(write(QUICKSTART, "plain.yaml")))
+    text = edited("  logging_steps: 5\n", "  logging_steps: 5\n  fsdp: full_shard\n")
+    text = edited("  workers: auto", "  gpus_per_run: 2\n  workers: auto", text)
+    sharded = plan_memory(load_experiment(write(text, "fsdp.yaml")))
+    for before, after in zip(plain.arms, sharded.arms, strict=True):
+        for key in ("weights", "gradients", "optimizer", "critic"):  # FSDP full_shard: each rank holds half
+            assert after.terms[key] == pytest.approx(before.terms[key] / 2)
+        for key in ("activations", "kv_cache", "transients"):  # what a rank computes on is its own
+            assert after.terms[key] == before.terms[key]
+        assert after.peak < before.peak
+    assert "per rank of 2 (run.gpus_per_run): ppo's optimizer, gradients, weights sharded" in sharded.note

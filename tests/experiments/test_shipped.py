@@ -102,12 +102,13 @@ def test_qwen_recipe_and_accelerate_configs(shipped):
     assert recipe.model.dtype == "bfloat16" and all(r.model.dtype == "bfloat16" for r in recipe.plan(seeds=[0]))
     assert all(recipe.arm_configs[arm].effective["training"]["bf16"] is True for arm in recipe.arms)
     configs = {name: ClusterConfig.from_yaml_file(str(EXPERIMENTS / "accelerate" / f"{name}.yaml"))
-               for name in ("single_gpu", "multi_gpu", "deepspeed_zero2")}
+               for name in ("single_gpu", "multi_gpu", "deepspeed_zero2", "fsdp2")}
     assert configs["single_gpu"].num_processes == 1
     assert configs["multi_gpu"].distributed_type.value == "MULTI_GPU"
     deepspeed = configs["deepspeed_zero2"].deepspeed_config
     assert deepspeed["zero_stage"] == 2
     assert deepspeed["gradient_accumulation_steps"] == run.training["gradient_accumulation_steps"]
+    assert configs["fsdp2"].distributed_type.value == "FSDP" and configs["fsdp2"].fsdp_config["fsdp_version"] == 2
     for config in configs.values():
         assert config.mixed_precision == "bf16"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from types import SimpleNamespace
 
@@ -136,3 +137,32 @@ def test_lora():
     assert "did you mean 'none'" in config_error(check_lora, {"bias": "nome"}).reason
     assert "did you mean 'lora_alpha'" in config_error(check_lora, {"lora_alfa": 8}).reason
     assert "CAUSAL_LM" in config_error(check_lora, {"task_type": "SEQ_CLS"}).reason
+
+
+@pytest.mark.parametrize("settings, key, says", [
+    ({"deepspeed": {"zero_optimization": {"stage": 3}}}, ("training", "deepspeed"), "PPO does not run under DeepSpeed"),
+    ({"fsdp": "full_shard", "fsdp_config": {"version": 1}}, ("training", "fsdp_config"), "FSDP2 only"),
+    ({"fsdp": "full_shard"}, ("algorithm", "ppo", "value_model"), "lora runs on the policy's backbone"),
+])
+def test_a_ppo_arm_is_refused_an_engine_its_critic_cannot_train_under(settings, key, says):
+    from mlgrpo.experiments.training import check_ppo_engine
+    from mlgrpo.trainers.config import PPOSettings
+
+    ppo = dataclasses.replace(AlgorithmConfig.ppo_default(), ppo=PPOSettings(value_model="lora"))
+    error = config_error(lambda raw: check_ppo_engine(raw, ppo, ranks=2), {**BASE, **settings})
+    assert error.path == key and says in error.reason
+    check_ppo_engine({**BASE, **settings}, AlgorithmConfig(), ranks=2)  # GRPO runs under any of them
+    check_ppo_engine(BASE, ppo, ranks=2)  # and the LoRA critic under DDP
+    with pytest.raises(ConfigError, match="head is single-process only"):
+        check_ppo_engine(BASE, dataclasses.replace(ppo, ppo=PPOSettings(value_model="head")), ranks=2)
+
+
+def test_an_experiment_file_with_fsdp_loads_and_one_asking_for_a_missing_deepspeed_is_refused(write, load_error):
+    from mlgrpo.experiments import load_experiment
+    from tests.experiments.conftest import edited
+
+    fsdp = load_experiment(write(edited("  logging_steps: 5\n", "  logging_steps: 5\n  fsdp: full_shard\n")))
+    assert fsdp.arms == ("ppo", "grpo", "grpo-lang-balanced")
+    if importlib.util.find_spec("deepspeed") is None:
+        message, _ = load_error(edited("  logging_steps: 5\n", "  logging_steps: 5\n  deepspeed: {zero_optimization: {stage: 2}}\n"))
+        assert "training.deepspeed" in message and "pip install deepspeed" in message

@@ -1,6 +1,6 @@
 """One rank of the distributed equivalence test (run by torchrun from test_distributed.py; not collected).
 
-Trains GRPO (language-grouped) and PPO for a few steps with greedy decoding on a global batch of
+Trains GRPO (language-grouped), PPO and PPO with a LoRA policy and critic for a few steps with greedy decoding on a global batch of
 GLOBAL_BATCH completions, split over however many ranks torchrun started, and writes the final parameters
 (policy, and the critic for PPO) to OUT/<algorithm>_world<W>.pt from rank 0; and the rollouts a dynamic-sampling
 arm trained on to OUT/grpo_dynamic_world<W>.json. Greedy decoding makes the
@@ -9,6 +9,7 @@ rollouts a function of the parameters alone, so one process and two must end wit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -21,7 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.trainers.conftest import build_dataset, build_tokenizer, grpo_args, make_policy  # noqa: E402
 from mlgrpo.algorithms import AdvantageConfig  # noqa: E402
 from mlgrpo.sampling import SamplerConfig  # noqa: E402
-from mlgrpo.trainers import AlgorithmConfig, DynamicSampling, KLConfig, MultilingualGRPOTrainer, PPOTrainer  # noqa: E402
+from mlgrpo.trainers import (  # noqa: E402
+    AlgorithmConfig, DynamicSampling, KLConfig, MultilingualGRPOTrainer, PPOSettings, PPOTrainer,
+)
 
 GLOBAL_BATCH = 32  # completions per optimiser step, over all ranks: 8 prompts x 4, 2 per language
 STEPS = 3
@@ -44,7 +47,16 @@ ALGORITHMS = {
                                                                                 std_scope="language")),
              prompt_and_length_reward),
     "ppo": (PPOTrainer, AlgorithmConfig.ppo_default(), prompt_and_length_reward),
+    # a LoRA policy with the LoRA critic (its own adapter on the policy's frozen base), DDP-averaged
+    "ppo_lora": (PPOTrainer, dataclasses.replace(AlgorithmConfig.ppo_default(), ppo=PPOSettings(value_model="lora")),
+                 prompt_and_length_reward),
 }
+
+
+def lora():
+    from peft import LoraConfig
+
+    return LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
 
 
 class RecordingRollouts(MultilingualGRPOTrainer):
@@ -88,11 +100,11 @@ def main(out: Path) -> None:
                          learning_rate=1e-4, generation_kwargs={"do_sample": False}, beta=0.0)
         trainer = cls(model=make_policy(tokenizer), reward_funcs=[reward], args=args,
                       train_dataset=build_dataset(), processing_class=tokenizer, algorithm=algorithm, kl=KLConfig(),
-                      sampler=SamplerConfig(name="balanced", seed=0))
+                      sampler=SamplerConfig(name="balanced", seed=0), **({"peft_config": lora()} if "lora" in name else {}))
         trainer.train()
         if trainer.accelerator.is_main_process:
             state = {f"policy.{k}": v for k, v in trainer.accelerator.unwrap_model(trainer.model).state_dict().items()}
-            if name == "ppo":
+            if name.startswith("ppo"):
                 critic = trainer.accelerator.unwrap_model(trainer.critic)
                 state.update({f"critic.{k}": v for k, v in critic.state_dict().items()})
             torch.save({k: v.detach().cpu().clone() for k, v in state.items()}, out / f"{name}_world{world}.pt")

@@ -87,3 +87,22 @@ def test_fit_never_returns_a_negative_constant():
     points = [Point("s", "a", shape, work, float(m)) for m in (100.0, 120.0)]
     coef = solve(points)
     assert min(coef.base, coef.per_vocab, coef.activation, coef.largest_copies) >= 0 and not math.isnan(coef.base)
+
+
+def test_sharding_divides_what_the_engine_shards_by_the_ranks():
+    # 4 ranks; the policy 4000 B of fp32 weights, 4000 of gradients, 8000 of AdamW; the separate critic
+    # (900 + 9 elements) x 4 B x (1 + 1 + 2)
+    plain = terms(FULL, Workload(algorithm="ppo", critic="separate", reference=True, eval_copy=True, **WORK), COEF)
+    sharded = {stages: terms(FULL, Workload(algorithm="ppo", critic="separate", reference=True, eval_copy=True,
+                                            shards=4, sharded=stages, reference_sharded=True, **WORK), COEF)
+               for stages in (("optimizer",), ("optimizer", "gradients"), ("optimizer", "gradients", "weights"))}
+    zero1, zero2, full = sharded.values()
+    assert zero1["optimizer"] == 8000 / 4 and zero1["gradients"] == 4000 and zero1["weights"] == 4000
+    assert zero2["gradients"] == 4000 / 4 and zero2["weights"] == 4000
+    assert full["weights"] == full["gradients"] == 1000 and full["optimizer"] == 2000
+    assert full["critic"] == (900 + 9) * 4 * 4 / 4 and zero1["critic"] == (900 + 9) * 4 * (1 + 1 + 2 / 4)
+    # the reference model is sharded with the weights (TRL prepares it); the evaluation copy is a plain one
+    assert full["frozen_copies"] == 4000 / 4 + 4000 and zero2["frozen_copies"] == plain["frozen_copies"] == 8000
+    # what each rank computes on is its own: activations, KV cache, the largest tensor all-gathered whole
+    for key in ("activations", "kv_cache", "transients", "process"):
+        assert full[key] == plain[key]

@@ -12,7 +12,7 @@ from transformers import TrainerCallback
 from mlgrpo.algorithms import AdvantageConfig
 from mlgrpo.errors import UserError
 from mlgrpo.trainers import AlgorithmConfig, KLConfig, PPOSettings, PPOTrainer
-from mlgrpo.trainers.ppo import CRITIC_OPTIMIZER, CRITIC_WEIGHTS
+from mlgrpo.trainers.ppo import CRITIC_OPTIMIZER, CRITIC_SCHEDULER, CRITIC_WEIGHTS
 
 from .conftest import grpo_args, length_reward
 
@@ -89,6 +89,7 @@ class ResumeProbe(PPOTrainer):
         super().load_state(checkpoint)
         self.loaded_critic = critic_vector(self)
         self.loaded_optimizer = copy.deepcopy(self.critic_optimizer.state_dict())
+        self.loaded_schedule = copy.deepcopy(self.critic_scheduler.state_dict())
 
 
 def test_critic_is_saved_and_restored_with_checkpoints(tmp_path, make_model, tokenizer, dataset):
@@ -98,7 +99,7 @@ def test_critic_is_saved_and_restored_with_checkpoints(tmp_path, make_model, tok
     first.train()
     checkpoint = tmp_path / "checkpoint-2"
     saved = load_file(str(checkpoint / CRITIC_WEIGHTS))
-    assert (checkpoint / CRITIC_OPTIMIZER).exists()
+    assert (checkpoint / CRITIC_OPTIMIZER).exists() and (checkpoint / CRITIC_SCHEDULER).exists()
     for name, value in first.critic.state_dict().items():
         torch.testing.assert_close(saved[name], value)
     # Resume: a fresh trainer (fresh critic) loads the critic and its optimiser from the checkpoint.
@@ -110,7 +111,23 @@ def test_critic_is_saved_and_restored_with_checkpoints(tmp_path, make_model, tok
     first_state = first.critic_optimizer.state_dict()["state"]
     for index, state in resumed.loaded_optimizer["state"].items():
         torch.testing.assert_close(state["exp_avg"], first_state[index]["exp_avg"])
+    assert resumed.loaded_schedule == first.critic_scheduler.state_dict()  # the critic's schedule at step 2
     assert resumed.state.global_step == 3
+
+
+def test_the_critic_has_its_own_schedule_of_the_policys_type_and_warmup(tmp_path, make_model, tokenizer, dataset):
+    # cosine with 2 warm-up steps over 4, the rate each step used (as HF logs it): factors 0/2, 1/2, then
+    # (1 + cos(0))/2 = 1 and (1 + cos(pi/2))/2 = 1/2, of 1e-3 for the policy and of 1e-2 for the critic
+    args = grpo_args(tmp_path, max_steps=4, learning_rate=1e-3, lr_scheduler_type="cosine", warmup_steps=2)
+    trainer = PPOTrainer(model=make_model(), reward_funcs=[length_reward], args=args, train_dataset=dataset,
+                         processing_class=tokenizer, algorithm=ppo(value_learning_rate=1e-2))
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "ppo/critic_learning_rate" in entry]
+    assert len(logs) == 4
+    for entry in logs:
+        assert entry["ppo/critic_learning_rate"] == pytest.approx(10 * entry["learning_rate"], rel=1e-6)
+    assert [entry["learning_rate"] for entry in logs] == pytest.approx([0.0, 5e-4, 1e-3, 5e-4])
+    assert trainer.critic_optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_value_head_on_the_policy_backbone(tmp_path, make_model, tokenizer, dataset):
