@@ -15,6 +15,8 @@ import torch
 from safetensors.torch import load_file
 
 from mlgrpo.algorithms import AdvantageConfig, GroupKeys, compute_advantages
+
+pytestmark = pytest.mark.slow  # every test here starts torchrun ranks (15-40 s a fixture)
 from mlgrpo.trainers.metrics import per_language
 from mlgrpo.trainers.ppo import CRITIC_WEIGHTS
 
@@ -53,7 +55,6 @@ def sharded(trained) -> Path:
     return trained
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["grpo", "ppo", "ppo_lora"])
 def test_two_ranks_end_with_the_parameters_of_one_process(trained, algorithm):
     # 3 steps of 32 completions (8 prompts x 4) with greedy decoding: 16 per rank, or 32 in one process.
@@ -121,7 +122,6 @@ def test_two_ranks_refill_the_rollout_one_process_would(trained):
         torch.testing.assert_close(torch.tensor(second["advantages"]), torch.tensor(first["advantages"]), rtol=0, atol=1e-6)
 
 
-@pytest.mark.slow
 def test_two_ranks_see_one_gathered_batch(ranks):
     assert [r["world"] for r in ranks] == [2, 2]
     for first, second in zip(ranks[0]["records"], ranks[1]["records"]):
