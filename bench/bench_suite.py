@@ -52,6 +52,17 @@ def uncovered(report: Path) -> list[str]:
     return missing
 
 
+def previous_rows() -> list[list[str]]:
+    """The rows of the table in reports/benchmarks.md's section "suite" (empty when there is none)."""
+    from bench._report import REPORT
+
+    text = REPORT.read_text(encoding="utf-8") if REPORT.exists() else ""
+    section = text.split("<!-- begin:suite -->", 1)[-1].split("<!-- end:suite -->", 1)[0] if "<!-- begin:suite -->" in text else ""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| tier")]
+    return [row + [""] * (6 - len(row)) for row in rows]
+
+
 def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min {seconds % 60:02.0f} s"
 
@@ -62,7 +73,8 @@ def readme_line(rows: list[list], missing: list[str], readme: Path = README) -> 
 
     from bench._report import machine
 
-    figures = "; ".join(f"{row[0]} {row[2]} (goal {row[3]}): {row[4]}" for row in rows)
+    figures = "; ".join(f"{row[0]} {row[2]} (goal {row[3]}): {row[4]}" + (f", {row[5]}" if row[5] else "")
+                        for row in rows)
     coverage = "every mlgrpo module runs in the fast tier" if not missing else f"{len(missing)} modules not run fast"
     text = readme.read_text(encoding="utf-8")
     begin, end = "<!-- begin:suite -->", "<!-- end:suite -->"
@@ -79,12 +91,16 @@ def main(fast_only: bool) -> int:
         report = Path(folder) / "coverage.json"
         fast = run(["-m", "not slow", "--cov=mlgrpo", "--cov-report", f"json:{report}"])
         missing = uncovered(report) if report.exists() else ["(coverage wrote no report)"]
-    rows = [["fast tier", 'python -m pytest -m "not slow"', minutes(fast[0]), minutes(GOALS["fast"]), fast[1]]]
+    now = time.strftime("%Y-%m-%d %H:%M")
+    rows = [["fast tier", 'python -m pytest -m "not slow"', minutes(fast[0]), minutes(GOALS["fast"]), fast[1], now]]
     if not fast_only:
         full = run([])
-        rows.append(["whole suite", "python -m pytest", minutes(full[0]), minutes(GOALS["full"]), full[1]])
+        rows.append(["whole suite", "python -m pytest", minutes(full[0]), minutes(GOALS["full"]), full[1],
+                     time.strftime("%Y-%m-%d %H:%M")])
+    else:  # the whole suite's row of the last full run, with its own date
+        rows += [row for row in previous_rows() if row[0] == "whole suite"]
     body = "\n\n".join([
-        markdown_table(["tier", "command", "wall time", "goal", "result"], rows),
+        markdown_table(["tier", "command", "wall time", "goal", "result", "measured (UTC)"], rows),
         f"Under pytest-xdist with {os.cpu_count()} workers (`-n auto`); the fast tier timed with coverage on. "
         + ("Every mlgrpo module is run by the fast tier." if not missing else
            "Modules the fast tier runs no function of: " + ", ".join(f"`{m}`" for m in missing) + "."),

@@ -21,7 +21,7 @@ def test_a_module_whose_functions_never_ran_is_listed(tmp_path):
 def test_readme_block_is_replaced_in_place(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("before\n<!-- begin:suite -->\nold\n<!-- end:suite -->\nafter\n", encoding="utf-8")
-    rows = [["fast tier", "python -m pytest -m \"not slow\"", "2 min 10 s", "3 min 00 s", "900 passed in 130s"]]
+    rows = [["fast tier", "python -m pytest -m \"not slow\"", "2 min 10 s", "3 min 00 s", "900 passed in 130s", ""]]
     readme_line(rows, [], readme)
     text = readme.read_text(encoding="utf-8")
     assert text.startswith("before\n<!-- begin:suite -->\nMeasured by `python -m bench.bench_suite` (")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,6 +58,7 @@ def validate(args: argparse.Namespace) -> int:
         if args.probe_prompts < 1:
             raise UserError(f"--probe-prompts must be at least 1, got {args.probe_prompts}")
         probes = run_probe(experiment, args.probe_prompts)
+        placement += wall_seconds(experiment, probes)
     if args.json:
         plan = {**plan_json(experiment, memory), "placement": placement}
         if probes is not None:
@@ -68,6 +70,21 @@ def validate(args: argparse.Namespace) -> int:
             text = text.removesuffix("OK") + "\n".join(probe_lines(probes, experiment)) + "\n\nOK"
         print(text)
     return 0
+
+
+def wall_seconds(experiment, probes) -> list[str]:
+    """The placement's wall time in seconds: its GRPO-run lengths x the probe's run time of a GRPO-family arm on
+    this machine (without the probe, a run's length is not known; PPO counts as placement.RELATIVE_COST runs)."""
+    from mlgrpo.experiments.runner import longest_first, plan_placement
+
+    algorithms = {run.arm: run.algorithm.name for run in experiment.plan()}
+    runs = [p.timing["run_s"] for p in probes if math.isfinite(p.timing.get("run_s", math.nan))
+            and any(algorithms.get(arm) != "ppo" for arm in p.arms)]
+    if not runs:
+        return []
+    placement = plan_placement(experiment, longest_first(experiment.plan()), experiment.run_settings.workers)
+    return [f"  estimated wall time on this machine: {placement.wall:g} run length(s) x {runs[0]:.0f} s (the probe's "
+            f"run of a GRPO arm, evaluations left out) ~ {duration(placement.wall * runs[0])}"]
 
 
 def probe_lines(probes, experiment) -> list[str]:

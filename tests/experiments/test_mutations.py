@@ -112,6 +112,7 @@ def test_edits_give_a_one_line_error_or_a_valid_experiment(tmp_path_factory, tex
         assert 1 <= int(match[1]) <= text.count("\n") + 1, message
 
 
+@pytest.mark.slow  # with the property test it records (slow: it runs hundreds of edits)
 def test_zz_record_what_the_mutations_tried(reliability):
     """Runs after the property test above (file order): what it tried, for reports/reliability.md. It fails
     when the property test did not run first (this test alone, or a -k that left it out): then there is

@@ -43,6 +43,9 @@ def test_probe_says_the_reward_never_fires_and_the_groups_are_flat(tmp_path, cap
                for w in probe["warnings"])
     assert any(w.startswith("most groups are flat: 100% of 6 groups have zero spread") for w in probe["warnings"])
     assert probe["timing"]["step_s"] > 0 and probe["timing"]["run_s"] > 0
+    # the placement's wall time in seconds: 1 run length (one GRPO run) x the probe's run time
+    (wall,) = [line for line in plan["placement"] if "estimated wall time on this machine" in line]
+    assert f"1 run length(s) x {probe['timing']['run_s']:.0f} s" in wall
     assert cli.main(["validate", str(path), "--probe", "--probe-prompts", "1"]) == 0
     out = capsys.readouterr().out
     assert "probe of grpo: 1 train prompts per language x G=4 at temperature 1.0" in out

@@ -15,12 +15,12 @@ import torch
 from safetensors.torch import load_file
 
 from mlgrpo.algorithms import AdvantageConfig, GroupKeys, compute_advantages
-
-pytestmark = pytest.mark.slow  # every test here starts torchrun ranks (15-40 s a fixture)
 from mlgrpo.trainers.metrics import per_language
 from mlgrpo.trainers.ppo import CRITIC_WEIGHTS
 
 from .conftest import build_tokenizer, make_policy
+
+pytestmark = pytest.mark.slow  # every test here starts torchrun ranks (15-40 s a fixture)
 
 WORKER = Path(__file__).with_name("dist_worker.py")
 EQUIVALENCE = Path(__file__).with_name("dist_equivalence.py")
