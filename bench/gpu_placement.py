@@ -41,20 +41,26 @@ def _run(text: str, timeout: float, *args: str) -> tuple[subprocess.CompletedPro
     except subprocess.TimeoutExpired:
         result = None
     seconds = time.monotonic() - started
-    children = {}
-    if (folder / "mlflow.db").exists():
-        from mlflow import MlflowClient
-
-        client = MlflowClient(f"sqlite:///{folder}/mlflow.db")
-        experiment = client.get_experiment_by_name(NAME)
-        if experiment is not None:
-            children = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])
-                        if "mlflow.parentRunId" in r.data.tags}
+    children = child_runs(folder, NAME)
     shutil.rmtree(folder, ignore_errors=True)  # the runs' numbers are read; their checkpoints are not kept
     return result, children, seconds
 
 
-def _tail(result) -> str:
+def child_runs(folder: Path, name: str) -> dict:
+    """Experiment `name`'s child runs in the SQLite store `folder`/mlflow.db, by run name (none: {})."""
+    if not (folder / "mlflow.db").exists():
+        return {}
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{folder}/mlflow.db")
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        return {}
+    return {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])
+            if "mlflow.parentRunId" in r.data.tags}
+
+
+def last_line(result) -> str:
     if result is None:
         return "cut by the time budget"
     lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
@@ -67,7 +73,7 @@ def placement(gpus: int, timeout: float) -> list[list]:
     result, children, seconds = _run(text, timeout)
     expected = "two runs at once on GPUs 0 and 1" if gpus >= 2 else "two runs in turn on GPU 0"
     if result is None or result.returncode != 0 or len(children) != 2:
-        return [[f"placement: {expected}", "FAILED", _tail(result)]]
+        return [[f"placement: {expected}", "FAILED", last_line(result)]]
     devices = {name: run.data.tags.get("placement.devices", "?") for name, run in children.items()}
     memory = {name: run.data.metrics.get("system/peak_memory_mb") for name, run in children.items()}
     ok = (sorted(devices.values()) == (["0", "1"] if gpus >= 2 else ["0", "0"])
@@ -90,7 +96,7 @@ def sharded_ppo(gpus: int, timeout: float) -> list[list]:
     result, children, seconds = _run(sharded_ppo_text(), timeout, "--only", "ppo")
     run = children.get("ppo-seed0")
     if result is None or result.returncode != 0 or run is None or run.info.status != "FINISHED":
-        return [[name, "FAILED", _tail(result)]]
+        return [[name, "FAILED", last_line(result)]]
     metrics = run.data.metrics
     return [[name, "passed", f"ranks {run.data.tags.get('placement.ranks')}, critic grad norm "
                              f"{metrics.get('train/ppo/critic_grad_norm')}, peak {metrics.get('system/peak_memory_mb')} "
@@ -108,6 +114,6 @@ def vllm(timeout: float) -> list[list]:
     result, children, seconds = _run(text, timeout, "--only", "grpo")
     run = children.get("grpo-seed0")
     if result is None or result.returncode != 0 or run is None or run.info.status != "FINISHED":
-        return [["vLLM colocated rollout (GRPO, tiny model)", "FAILED", _tail(result)]]
+        return [["vLLM colocated rollout (GRPO, tiny model)", "FAILED", last_line(result)]]
     return [["vLLM colocated rollout (GRPO, tiny model)", "passed",
              f"train/reward/macro {run.data.metrics.get('train/reward/macro')}; {seconds:.0f} s wall"]]

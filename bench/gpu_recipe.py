@@ -26,6 +26,8 @@ from pathlib import Path
 
 import yaml
 
+from bench.gpu_placement import child_runs, last_line
+
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "experiments" / "qwen2.5-0.5b-lora.yaml"
 # The hub models the shipped GPU recipes name -> bench_scale's random-init shape of them
@@ -81,13 +83,6 @@ def _mlgrpo(folder: Path, timeout: float, *args: str) -> subprocess.CompletedPro
         return None
 
 
-def _tail(result: subprocess.CompletedProcess | None) -> str:
-    if result is None:
-        return "cut by the time budget"
-    lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
-    return lines[-1][:160] if lines else f"exit code {result.returncode}"
-
-
 def check(timeout: float, recipe: Path = RECIPE, shape: str | None = None, small: bool = False,
           folder: Path | None = None) -> list[list]:
     """Rows [check, result, detail]: the probe, then one per arm of the recipe's first seed."""
@@ -103,7 +98,7 @@ def check(timeout: float, recipe: Path = RECIPE, shape: str | None = None, small
     rows = []
     probe = _mlgrpo(folder, timeout / 3, "validate", "exp.yaml", "--probe", "--probe-prompts", "1", "--json")
     if probe is None or probe.returncode != 0:
-        rows.append([f"probe: {label}", "FAILED", _tail(probe)])
+        rows.append([f"probe: {label}", "FAILED", last_line(probe)])
     else:
         probes = json.loads(probe.stdout)["probe"]
         languages = sorted({row["language"] for p in probes for row in p["rows"]})
@@ -111,31 +106,17 @@ def check(timeout: float, recipe: Path = RECIPE, shape: str | None = None, small
         rows.append([f"probe: {label}", "passed" if languages else "FAILED",
                      f"{len(probes)} rollout setting(s), {len(languages)} language(s), step {seconds} s"])
     run = _mlgrpo(folder, timeout - (time.monotonic() - started), "run", "exp.yaml")
-    children = _children(folder, name)
-    arms = [arm for arm in config["arms"]]
-    for arm in arms:
+    children = child_runs(folder, name)
+    for arm in config["arms"]:
         child = children.get(f"{arm}-seed{config['seeds'][0]}")
         if child is None:
-            rows.append([f"{arm}: {label}, {STEPS} steps", "FAILED", _tail(run)])
+            rows.append([f"{arm}: {label}, {STEPS} steps", "FAILED", last_line(run)])
             continue
         memory = child.data.metrics.get("system/peak_memory_mb")
         ok = child.info.status == "FINISHED" and child.data.metrics.get("train/global_step", STEPS) >= STEPS
         rows.append([f"{arm}: {label}, {STEPS} steps", "passed" if ok else "FAILED",
                      f"{child.info.status}, peak {memory} MB"])
     return rows
-
-
-def _children(folder: Path, name: str) -> dict:
-    if not (folder / "mlflow.db").exists():
-        return {}
-    from mlflow import MlflowClient
-
-    client = MlflowClient(f"sqlite:///{folder}/mlflow.db")
-    experiment = client.get_experiment_by_name(name)
-    if experiment is None:
-        return {}
-    return {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])
-            if "mlflow.parentRunId" in r.data.tags}
 
 
 if __name__ == "__main__":
