@@ -17,6 +17,7 @@ from torch import Tensor
 
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.guard import NONFINITE_STEPS
+from mlgrpo.trainers.rollout import Rollout
 
 EXTRA_STATE = "mlgrpo_state_rank{rank}.pt"  # per process, in every checkpoint: see ResumableState._extra_state
 
@@ -43,10 +44,11 @@ class ResumableState:
     def _extra_state(self) -> dict:
         """What resuming needs beyond HF's checkpoint (weights, optimiser, scheduler, RNG, trainer state).
 
-        trl_step, buffered_inputs: TRL counts micro-steps from 0 again and generates anew when its buffer
-            is empty, so a checkpoint taken while a generation is still being reused (steps_per_generation
-            above gradient_accumulation_steps, or num_iterations > 1) would resume with new rollouts from
-            newer weights. The buffer is this process's share, saved only then.
+        trl_step, buffered_inputs: HF's loop counts micro-steps from 0 again and the step (step.py) generates
+            anew when its buffer is empty, so a checkpoint taken while a rollout is still being reused
+            (steps_per_generation above gradient_accumulation_steps, or num_iterations > 1) would resume with
+            new rollouts from newer weights. The buffer is this process's micro-batches (Rollout.state), saved
+            only then.
         sampler: the language sampler's history (draw counts, rewards, the epoch in progress), on which its
             next draws depend; HF's skipping of trained batches cannot rebuild it (sampling/sampler.py).
         nonfinite_loss_steps: the running count of skipped steps.
@@ -58,7 +60,7 @@ class ResumableState:
         return {
             "processes": self.accelerator.num_processes,
             "trl_step": self.micro_step,
-            "buffered_inputs": self.buffered_rollout if self.micro_step % generate_every else None,
+            "buffered_inputs": [batch.state() for batch in self.buffered_rollout] if self.micro_step % generate_every else None,
             "sampler": None if sampler is None else {k: _to_torch(v) for k, v in sampler.items()},
             NONFINITE_STEPS: self._nonfinite_steps,
             "refill_batches": self._refill_position(),
@@ -85,8 +87,7 @@ class ResumableState:
                         self.accelerator.num_processes)
         elif state["buffered_inputs"] is not None:
             device = self.accelerator.device
-            self.buffered_rollout = [{k: v.to(device) if isinstance(v, Tensor) else v for k, v in batch.items()}
-                                     for batch in state["buffered_inputs"]]
+            self.buffered_rollout = [Rollout.from_state(batch).to(device) for batch in state["buffered_inputs"]]
         if self._language_sampler is not None:
             if state["sampler"] is None:
                 raise UserError(f"checkpoint {checkpoint} was written without the language sampler; resume with the "

@@ -6,8 +6,8 @@ clipped loss, accelerate/DeepSpeed, PEFT and vLLM stay TRL's:
 
     rollout: TRL generates and scores (on_rewards: clipped rewards, and a BatchRows record of each row's
     prompt, language, lengths) -> compute_advantages from the registry replaces TRL's inline advantages,
-    and TRL's logged advantage statistics -> per-language metrics; loss: TRL's (+ the inter-group
-    regulariser, from the log-probs TRL's loss computed)
+    and TRL's logged advantage statistics -> per-language metrics -> one Rollout record; the step and the
+    loss over it are mlgrpo's (step.py: the algorithms' loss registry, equal to TRL's loss)
     With algorithm.dynamic_sampling on, constant groups are replaced by fresh ones before the advantages
     (dynamic.py: DAPO's dynamic sampling). With a group schedule, each rollout is laid out and generated
     with its own group size (scheduled_groups.py).
@@ -37,10 +37,7 @@ from accelerate.utils import gather_object
 from torch import Tensor
 from trl.trainer.utils import RepeatSampler
 
-from mlgrpo.algorithms import (
-    WEIGHTINGS, GroupKeys, InterGroupRows, compute_advantages, group_stats,
-)  # fmt: skip
-from mlgrpo.algorithms.losses import inter_group_loss
+from mlgrpo.algorithms import WEIGHTINGS, GroupKeys, InterGroupRows, compute_advantages, group_stats
 from mlgrpo.algorithms.reward_clip import ColumnBounds, clip_rewards
 from mlgrpo.errors import UserError
 from mlgrpo.rewards import helper as consistency_helper
@@ -52,14 +49,17 @@ from mlgrpo.trainers.dynamic import RefillingRollouts
 from mlgrpo.trainers.guard import NonfiniteStepGuard
 from mlgrpo.trainers.scheduled_groups import ScheduledGroups
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
-from mlgrpo.trainers.rollout import INTER_GROUP_COLUMNS, ROW_COLUMN, BatchRows, RolloutAdvantages, prompt_text
+from mlgrpo.trainers.rollout import ROW_COLUMN, BatchRows, Rollout, RolloutAdvantages, prompt_text
+from mlgrpo.trainers.step import TrainingStep
 from mlgrpo.trainers.trl_adapter import EpochSeekingRepeatSampler, TRLAdapter, replace_advantage_logs
 
-# TRL settings whose job mlgrpo's advantages do: a non-default value would be ignored, so it is refused.
+# TRL settings whose job mlgrpo's advantages (or step) do: a non-default value would be ignored, so it is refused.
 REPLACED_TRL_SETTINGS = {
-    "scale_rewards": ("group", "set AlgorithmConfig.advantage.std_scope (group, language, batch or none)"),
-    "multi_objective_aggregation": ("sum_then_normalize", "for a baseline per reward function (TRL's "
-                                    "normalize_then_sum) set AlgorithmConfig.advantage.objective_weights"),
+    "scale_rewards": ("group", "mlgrpo computes the advantages; set AlgorithmConfig.advantage.std_scope (group, "
+                      "language, batch or none)"),
+    "multi_objective_aggregation": ("sum_then_normalize", "mlgrpo computes the advantages; for a baseline per reward "
+                                    "function (TRL's normalize_then_sum) set AlgorithmConfig.advantage.objective_weights"),
+    "use_adaptive_entropy": (False, "mlgrpo's step applies a constant entropy_coef; set entropy_coef instead"),
 }
 # Longest wait at a log for the helper's language consistency (normally answered before the step ends;
 # loading 75 languages' models first takes ~10 s).
@@ -68,7 +68,8 @@ CONSISTENCY_TIMEOUT_S = 300.0
 log = logging.getLogger(__name__)
 
 
-class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, RefillingRollouts, ScheduledGroups, TRLAdapter):
+class MultilingualGRPOTrainer(TrainingStep, ResumableState, NonfiniteStepGuard, RefillingRollouts, ScheduledGroups,
+                              TRLAdapter):
     """trl.GRPOTrainer with registry advantages, a language-aware sampler and per-language metrics.
 
     algorithm:        AlgorithmConfig (name "grpo"); the estimator and grouping come from its registry; with
@@ -140,8 +141,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, RefillingRollo
         settings that mlgrpo's advantages replace are at their defaults."""
         for name, (default, instead) in REPLACED_TRL_SETTINGS.items():
             if getattr(args, name) != default:
-                raise UserError(f"GRPOConfig.{name}={getattr(args, name)!r} would be ignored: mlgrpo computes "
-                                f"the advantages; {instead}")
+                raise UserError(f"GRPOConfig.{name}={getattr(args, name)!r} would be ignored: {instead}")
         beta, where, coef = args.beta, self.kl.placed(self.algorithm.name), self.kl.coef
         if where == "reward" and beta != 0:
             raise UserError(f"the KL would be counted twice: kl.coef={coef} in the reward and GRPOConfig.beta={beta} "
@@ -240,7 +240,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, RefillingRollo
         languages = [x.get(self.language_column) for x in inputs]
         return consistency_helper.service().measure(prompts, completions, languages, self._candidates or None)
 
-    def rollout(self, inputs):
+    def rollout(self, inputs) -> Rollout:
         # Throughput is end to end: completions per wall second since the previous generation, which
         # covers generation, scoring and the optimiser steps in between (the first call: generation only).
         started = self._last_generation or time.perf_counter()
@@ -253,11 +253,7 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, RefillingRollo
         local = slice(self.accelerator.process_index * len(inputs), (self.accelerator.process_index + 1) * len(inputs))
         rewards = self._combined_rewards(rows.rewards_per_func)
         result = self._advantages(rewards, keys, output, local)
-        output["advantages"] = result.local
         metrics = result.metrics
-        if result.regularizer_rows is not None:
-            for field, column in INTER_GROUP_COLUMNS.items():
-                output[column] = getattr(result.regularizer_rows, field)[local]
         scalar = rewards if rewards.dim() == 1 else self._objective_total(rewards)
         # TRL logged the statistics of its own advantages; these are the ones trained on.
         reward_std = group_stats(scalar, torch.zeros_like(keys.prompt_ids)).std[0]  # the batch's, ddof 1, as TRL
@@ -272,7 +268,13 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, RefillingRollo
         self._record(mode, metrics | dynamic_metrics, rows, now - started)
         if mode == "train":
             self._last_generation = now
-        return output
+        regularizer = result.regularizer_rows
+        return Rollout.from_trl(
+            output, rows.languages[local], advantages=result.local, rewards=rows.rewards_per_func[local],
+            group_ids=keys.prompt_ids[local], old_values=result.old_values, returns=result.returns,
+            value_mask=result.value_mask,
+            regularizer=None if regularizer is None else InterGroupRows(
+                *(getattr(regularizer, f)[local] for f in ("group_ids", "centred_mean", "group_size", "groups"))))
 
     def _feed_sampler(self, rows: BatchRows) -> None:
         """The batch's rewards to the reward-stratified language sampler. Every rank calls this with the same
@@ -370,26 +372,3 @@ class MultilingualGRPOTrainer(ResumableState, NonfiniteStepGuard, RefillingRollo
                 values[f"sampler/drawn/{lang}"] = float(count)
         for name, value in values.items():
             self.record_metric(mode, name, value)
-
-    # ---- loss ---------------------------------------------------------------------------------------
-
-    def loss(self, model, inputs):
-        coef = self.algorithm.advantage.inter_group_coef
-        if coef == 0 or INTER_GROUP_COLUMNS["group_ids"] not in inputs or not self.model.training:
-            return self.trl_loss(model, inputs)
-        with self.capturing_policy_logps() as found:
-            loss = self.trl_loss(model, inputs)
-        return loss + self._inter_group_term(found[-1], inputs, coef)
-
-    def _inter_group_term(self, logps: Tensor, inputs: dict, coef: float) -> Tensor:
-        """This micro-batch's share of the inter-group regulariser (losses.inter_group_loss), from the
-        log-probs TRL's loss computed, over the rollout's whole groups. Each optimiser step carries
-        minibatches-per-rollout times its rows' share (an unbiased estimate), and DDP's mean over processes
-        is undone by multiplying by their number."""
-        mask = inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
-        old = inputs.get("old_per_token_logps")
-        rows = InterGroupRows(**{field: inputs[column] for field, column in INTER_GROUP_COLUMNS.items()})
-        minibatches = self.args.steps_per_generation / self.args.gradient_accumulation_steps
-        loss, _ = inter_group_loss(logps, logps.detach() if old is None else old, mask, inputs["advantages"], rows,
-                                   coef, minibatches * self.accelerator.num_processes)
-        return loss

@@ -2,8 +2,8 @@
 
 A NaN or inf that reaches the optimiser corrupts every parameter it touches for the rest of the run;
 HF's Trainer only keeps it out of the logged loss (`logging_nan_inf_filter`). `NonfiniteStepGuard` is a
-mixin for an HF Trainer subclass (`class T(NonfiniteStepGuard, trl.GRPOTrainer)`): at the end of each
-optimiser step it discards the step's gradients when any of its micro-batches had a non-finite loss or
+mixin of MultilingualGRPOTrainer, whose training step (step.py) asks it at the end of each optimiser
+step; it discards the step's gradients when any of its micro-batches had a non-finite loss or
 the accumulated gradient is non-finite, counts the step, and logs the running count as
 `nonfinite_loss_steps` (MLflow: `train/nonfinite_loss_steps`). Knows nothing about GRPO, PPO or MLflow.
 """
@@ -14,7 +14,6 @@ import logging
 
 import torch
 
-from mlgrpo.errors import UserError
 
 NONFINITE_STEPS = "nonfinite_loss_steps"  # optimiser steps skipped so far (a running count)
 
@@ -22,7 +21,8 @@ log = logging.getLogger(__name__)
 
 
 class NonfiniteStepGuard:
-    """training_step, compute_loss and log of an HF Trainer, guarded against non-finite updates.
+    """The check at the end of an optimiser step (`_discard_nonfinite_update`, called by step.py's training
+    step with `_loss_finite`, whether every micro-batch's loss was finite) and the running count in `log`.
 
     The whole optimiser step is discarded, not only the bad micro-batch: gradients accumulate in place,
     and a NaN added to them cannot be taken out again. Discarding sets every guarded gradient to None,
@@ -35,26 +35,6 @@ class NonfiniteStepGuard:
     _nonfinite_steps = 0  # steps skipped so far; checkpoints carry it (checkpoints.ResumableState)
     _loss_finite = True  # every micro-batch of the optimiser step under way had a finite loss
     _update_skipped = False  # the last optimiser step was discarded
-
-    def training_step(self, model, inputs, num_items_in_batch):
-        loss = super().training_step(model, inputs, num_items_in_batch)
-        self._loss_finite = self._loss_finite and bool(torch.isfinite(loss).all())
-        if self.accelerator.sync_gradients:  # HF sets it for the micro-batch that ends an optimiser step
-            self._update_skipped = self._discard_nonfinite_update()
-            self._loss_finite = True
-        return loss
-
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        loss = super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
-        value = loss[0] if return_outputs else loss
-        if self.is_deepspeed_enabled and self.model.training and not torch.isfinite(value).all():
-            # DeepSpeed takes its optimiser step inside backward(), so it cannot be skipped afterwards.
-            raise UserError(
-                f"the loss of step {self.state.global_step + 1} is {value.item()}; under DeepSpeed mlgrpo cannot skip "
-                "an optimiser step, so the run stops before applying it. Resume from the last checkpoint, or run "
-                "without DeepSpeed, where such steps are skipped and counted"
-            )
-        return loss
 
     def _discard_nonfinite_update(self) -> bool:
         params = self._guarded_parameters()

@@ -32,14 +32,14 @@ from trl.models import prepare_fsdp
 from trl.trainer.utils import add_fused_lm_head
 
 from mlgrpo.algorithms import GroupKeys, compute_advantages, kl_penalty, per_completion_advantage, token_rewards
-from mlgrpo.algorithms.losses import explained_variance, masked_mean, value_loss
+from mlgrpo.algorithms.losses import LOSSES, explained_variance, masked_mean
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.critic import (
     base_model, build_value_model, completion_values, critic_forward, critic_optimizer_step, is_critic_tensor,
     trainable_critic_parameters,
 )  # fmt: skip
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
-from mlgrpo.trainers.rollout import RolloutAdvantages
+from mlgrpo.trainers.rollout import Rollout, RolloutAdvantages
 from mlgrpo.trainers.sharding import FSDP2, check_engine, critic_checkpoint, load_critic_checkpoint, prepare_critic
 
 CRITIC_WEIGHTS = "critic.safetensors"
@@ -110,16 +110,15 @@ class PPOTrainer(MultilingualGRPOTrainer):
                                     step=self.state.global_step, total_steps=max(1, self.state.max_steps))
         width = mask.size(1)
         scored = result.mask[local, :width]  # completion tokens of rows that have a reward
-        output["returns"] = result.returns[local, :width].detach()
-        output["old_values"] = values.detach()
-        output["value_mask"] = scored
+        returns = result.returns[local, :width].detach()
         metrics = dict(result.metrics)
         metrics["ppo/value_mean"] = masked_mean(values, scored)
-        metrics["ppo/returns_mean"] = masked_mean(output["returns"], scored)
-        metrics["ppo/explained_variance"] = explained_variance(values, output["returns"], scored)
+        metrics["ppo/returns_mean"] = masked_mean(returns, scored)
+        metrics["ppo/explained_variance"] = explained_variance(values, returns, scored)
         metrics.update(kl_metrics)  # kl (TRL's name for the KL it logs when the KL is in its loss), ppo/kl_penalty
         per_row = per_completion_advantage(result.advantages, result.mask)
-        return RolloutAdvantages(result.advantages[local, :width], per_row, metrics)
+        return RolloutAdvantages(result.advantages[local, :width], per_row, metrics, old_values=values.detach(),
+                                 returns=returns, value_mask=scored)
 
     def _policy_and_reference_logps(self, output: dict) -> tuple[Tensor, Tensor]:
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
@@ -148,44 +147,37 @@ class PPOTrainer(MultilingualGRPOTrainer):
 
     # ---- the critic's update ----------------------------------------------------------------------
 
-    def loss(self, model, inputs):
-        loss = super().loss(model, inputs)
-        if self.model.training and "returns" in inputs:
-            self._critic_backward(inputs)
-        return loss
-
     def _critic_forward(self):
         """The critic's adapter active around its forward and backward (value_model "lora"; else no-op)."""
         return critic_forward(self.accelerator.unwrap_model(self.model), self.accelerator.unwrap_model(self.critic))
 
-    def _critic_backward(self, inputs) -> None:
-        mask = inputs["value_mask"]  # rows without a reward have no value target
+    def critic_backward(self, batch: Rollout) -> None:
+        """The clipped value loss of the micro-batch (LOSSES["value"]) and the critic's gradient."""
         with self._critic_forward():
             values = completion_values(
-                self.critic, inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"],
-                inputs["completion_mask"],
+                self.critic, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask,
             ).float()
-            loss, metrics = value_loss(values, inputs["old_values"], inputs["returns"], mask,
-                                       self.algorithm.ppo.cliprange_value)
+            # rows without a reward have no value target (value_mask)
+            loss, metrics = LOSSES.get("value")(values, batch.old_values, batch.returns, batch.value_mask,
+                                                self.algorithm.ppo.cliprange_value)
             scale = self.algorithm.ppo.vf_coef if self.algorithm.ppo.value_model == "head" else 1.0
             self.accelerator.backward(scale * loss / self.current_gradient_accumulation_steps)
         for name, value in metrics.items():  # ppo/value_loss, ppo/value_clipfrac
             self.record_metric("train", name, self.accelerator.gather(value).mean().item())
 
-    def training_step(self, model, inputs, num_items_in_batch):
-        loss = super().training_step(model, inputs, num_items_in_batch)
-        if self.accelerator.sync_gradients:  # the micro-batch that ends an optimiser step
-            if not self._update_skipped:  # a non-finite loss or gradient skips the critic's step with the policy's
-                norm = critic_optimizer_step(self.critic_optimizer, self._critic_params, self.algorithm.ppo.max_grad_norm,
-                                             self.accelerator.scaler)
-                self.record_metric("train", "ppo/critic_grad_norm", float(norm))
-            self.critic_optimizer.zero_grad(set_to_none=True)
-            # the rate this step used (as HF logs the policy's learning_rate), then the next; a skipped step
-            # counts, as it does for the policy's schedule (guard.py)
-            self.record_metric("train", "ppo/critic_learning_rate", self.critic_scheduler.get_last_lr()[0])
-            self.critic_scheduler.step()
-            self._hold_policy_in_warmup()
-        return loss
+    def critic_step(self, skipped: bool) -> None:
+        """The critic's optimiser step (skipped with the policy's when a loss or gradient was non-finite), its
+        schedule's step, and the policy held still during the critic's warm-up."""
+        if not skipped:
+            norm = critic_optimizer_step(self.critic_optimizer, self._critic_params, self.algorithm.ppo.max_grad_norm,
+                                         self.accelerator.scaler)
+            self.record_metric("train", "ppo/critic_grad_norm", float(norm))
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        # the rate this step used (as HF logs the policy's learning_rate), then the next; a skipped step
+        # counts, as it does for the policy's schedule (guard.py)
+        self.record_metric("train", "ppo/critic_learning_rate", self.critic_scheduler.get_last_lr()[0])
+        self.critic_scheduler.step()
+        self._hold_policy_in_warmup()
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         """The policy's schedule (HF's), and the critic's own: the same type, warm-up and length

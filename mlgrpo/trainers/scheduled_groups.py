@@ -57,12 +57,11 @@ class ScheduledGroups:
     def group_size_of_rollout(self, rollout: int) -> int:
         return group_size_at(self.group_schedule, self.args.num_generations, rollout, self.steps_per_rollout)
 
-    def training_step(self, model, inputs, num_items_in_batch):
-        # The one place the group size changes: before TRL's training_step generates this step's rollout
-        # (in _prepare_inputs), which reads it.
+    def use_scheduled_group_size(self) -> None:
+        """The one place the group size changes: the training step calls it before generating a rollout,
+        which reads it (nothing without a schedule)."""
         if self.group_schedule:
             set_group_size(self, self.group_size_of_rollout(self.state.global_step // self.steps_per_rollout))
-        return super().training_step(model, inputs, num_items_in_batch)
 
     def _scheduled_train_sampler(self, dataset) -> ScheduledGroupSampler:
         """Each rollout laid out with its own group size, the prompts from the run's prompt stream: the

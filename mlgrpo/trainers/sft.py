@@ -26,13 +26,13 @@ import torch
 import torch.distributed as dist
 from transformers import TrainerCallback
 
-from mlgrpo.algorithms.losses import sft_cross_entropy
+from mlgrpo.algorithms.losses import LOSSES
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.checkpoints import EXTRA_STATE
 from mlgrpo.trainers.grpo import MultilingualGRPOTrainer
 from mlgrpo.trainers.metrics import per_language, to_floats
+from mlgrpo.trainers.rollout import Rollout
 
-LANG_COLUMN = "mlgrpo_sft_lang"  # (B,) language index of each row, split into micro-batches with the rest
 SECONDS = "sft_seconds"  # training wall time so far, in mlgrpo's checkpoint state
 
 
@@ -111,14 +111,13 @@ class SupervisedTrainer(MultilingualGRPOTrainer):
         prompt, prompt_mask = _pad([torch.tensor(ids) for ids in prompt_ids], pad_id, "left")
         completion, completion_mask = _pad([torch.tensor(ids) for ids in completion_ids], pad_id, "right")
         languages = [str(row.get(self.language_column) or "und") for row in inputs]
-        lang_ids = torch.tensor([self._languages.index(x) if x in self._languages else 0 for x in languages])
         mode = "train" if self.model.training else "eval"
         lengths = completion_mask.sum(1).float()
         self.record_metric(mode, "sft/target_tokens", self.accelerator.gather(lengths).mean().item())
         self.record_metric(mode, "system/samples_per_sec", len(inputs) / max(time.perf_counter() - started, 1e-9))
-        return {"prompt_ids": prompt.to(device), "prompt_mask": prompt_mask.to(device),
-                "completion_ids": completion.to(device), "completion_mask": completion_mask.to(device),
-                LANG_COLUMN: lang_ids.to(device)}
+        return Rollout(prompt_ids=prompt.to(device), prompt_mask=prompt_mask.to(device),
+                       completion_ids=completion.to(device), completion_mask=completion_mask.to(device),
+                       languages=languages)
 
     def _target_ids(self, prompts: list[str], targets: list[str]) -> list[list[int]]:
         """Each target as the tokens that would follow its prompt, end-of-sequence last, cut to the RL arms'
@@ -133,14 +132,16 @@ class SupervisedTrainer(MultilingualGRPOTrainer):
 
     # ---- the loss: cross-entropy of the target tokens ----------------------------------------------
 
-    def loss(self, model, inputs):
-        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
-        attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        width = inputs["completion_ids"].size(1)
+    def loss(self, model, batch: Rollout):
+        ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)
+        attention = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
+        width = batch.completion_ids.size(1)
         logits = model(input_ids=ids, attention_mask=attention).logits[:, -width - 1:-1].float()
-        loss, metrics = sft_cross_entropy(logits, inputs["completion_ids"], inputs["completion_mask"].float())
+        loss, metrics = LOSSES.get("sft")(logits, batch.completion_ids, batch.completion_mask.float())
         mode = "train" if self.model.training else "eval"
-        gathered, lang_ids = self.accelerator.gather(metrics["sft/nll_rows"]), self.accelerator.gather(inputs[LANG_COLUMN])
+        lang_ids = torch.tensor([self._languages.index(x) if x in self._languages else 0 for x in batch.languages],
+                                device=batch.completion_ids.device)
+        gathered, lang_ids = self.accelerator.gather(metrics["sft/nll_rows"]), self.accelerator.gather(lang_ids)
         self.record_metric(mode, "sft/nll", gathered.mean().item())
         for name, value in to_floats(per_language(gathered, lang_ids, self._languages, "sft/nll")).items():
             if "_std/" not in name and math.isfinite(value):  # a language without rows here has no mean

@@ -8,16 +8,16 @@ tests/trainers/test_trl_adapter.py, which pins each signature in the installed T
     _calculate_rewards(inputs, prompts, completions, completion_ids_list)  -> trainer.on_rewards(..., rewards)
                                      (its record of the batch comes back from trl_rollout, with TRL's dict)
     _generate_and_score_completions(inputs)                               -> trainer.rollout(inputs)
+                                     (TRL's evaluation path; mlgrpo's own training step calls rollout itself)
     compute_loss (public; TRL's calls _compute_loss)                       -> trainer.loss(model, inputs)
-    _get_per_token_logps_and_entropies(model, ...)                        (captured in capturing_policy_logps)
     _get_train_sampler(dataset)                                           -> trainer.train_sampler(dataset)
     (HF's on_save, right after _save_checkpoint: a callback)              -> trainer.save_state(folder)
     (HF's on_train_begin, after it restored a checkpoint: a callback)     -> trainer.load_state(checkpoint)
 
-TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampler. What else mlgrpo relies on:
-
-- the loss computes the policy's per-token log-probs with one call of `_get_per_token_logps_and_entropies`
-  (with gradient); the inter-group regulariser reads that result instead of a second forward pass.
+TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampler; mlgrpo's step
+(step.py) replaces TRL's training_step and _prepare_inputs (public HF training_step, overridden there) and
+computes the policy's log-probs and entropies with TRL's `_get_per_token_logps_and_entropies` (policy_forward,
+token_logps). What else mlgrpo relies on:
 - after `_generate_and_score_completions`, TRL has appended one value to `_metrics[mode]["reward_std"]` and
   `["frac_reward_zero_std"]` (of its own prompt groups) and the gathered advantages to `_logs["advantages"]`
   (the completions table); mlgrpo's advantages replace TRL's, so these are replaced (replace_advantage_logs).
@@ -32,8 +32,6 @@ TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampl
   schedule is set), in `get_train_dataloader`'s iterable-dataset path (a schedule refuses iterable datasets)
   and in `num_generations_eval`'s default (evaluation keeps the first size). So setting the attribute before
   each rollout's generation is enough for a group-size schedule (set_group_size).
-- TRL counts micro-steps in `_step` and keeps a rollout being reused in `_buffered_inputs`; a checkpoint
-  saves both (micro_step, buffered_rollout).
 Knows nothing about MLflow or YAML.
 """
 
@@ -41,8 +39,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -68,8 +65,7 @@ PRIVATE_METHODS = {
     "_tokenize_prompts": "(self, prompts)",
     "_get_output_dir": "(self, trial)",
 }
-PRIVATE_OVERRIDES = tuple(name for name in PRIVATE_METHODS if name not in ("_compute_loss", "_save_checkpoint",
-                                                                          "_tokenize_prompts", "_get_output_dir"))
+PRIVATE_OVERRIDES = ("_calculate_rewards", "_generate_and_score_completions", "_get_train_sampler")
 
 
 def parameters(method) -> str:
@@ -120,7 +116,6 @@ class TRLAdapter(GRPOTrainer):
     Each default is TRL's own behaviour, so the adapter alone trains as stock TRL does.
     """
 
-    _captured_logps: list[Tensor] | None = None
     _scored: object = None  # what on_rewards made of the rollout TRL is scoring (trl_rollout returns it)
 
     def __init__(self, *args, **kwargs) -> None:
@@ -157,12 +152,6 @@ class TRLAdapter(GRPOTrainer):
         if return_outputs:  # as TRL: the loss is all there is
             raise ValueError("The GRPOTrainer does not support returning outputs")
         return self.loss(model, inputs)
-
-    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
-        out = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
-        if self._captured_logps is not None and torch.is_grad_enabled():
-            self._captured_logps.append(out[0])
-        return out
 
     def _get_train_sampler(self, dataset=None):
         return self.train_sampler(dataset)
@@ -207,15 +196,15 @@ class TRLAdapter(GRPOTrainer):
 
     # ---- TRL's state, read and written here only ----------------------------------------------------
 
-    @contextmanager
-    def capturing_policy_logps(self) -> Iterator[list[Tensor]]:
-        """`with self.capturing_policy_logps() as found:` collects the (B, T) log-probs every gradient-carrying
-        call of `_get_per_token_logps_and_entropies` returns (TRL's loss makes one)."""
-        self._captured_logps = found = []
-        try:
-            yield found
-        finally:
-            self._captured_logps = None
+    def policy_forward(self, model, batch) -> tuple[Tensor, Tensor, Tensor | None]:
+        """(log-probs (B, T), entropies (B, T), the router's auxiliary loss or None) of a Rollout's completion
+        tokens under `model`, with gradient, as TRL's _compute_loss computes them (temperature, fused head)."""
+        ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)
+        attention = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
+        logps, entropies, aux = self._get_per_token_logps_and_entropies(
+            model, ids, attention, batch.completion_ids.size(1), compute_entropy=True,
+            compute_aux_loss=self.aux_loss_enabled, **batch.model_inputs)
+        return logps, entropies, aux if self.aux_loss_enabled else None
 
     def token_logps(self, model, input_ids: Tensor, attention_mask: Tensor, completion_tokens: int,
                     batch_size: int | None = None) -> Tensor:
@@ -235,24 +224,6 @@ class TRLAdapter(GRPOTrainer):
     def prompt_token_ids(self, prompts: list) -> list[list[int]]:
         """Each prompt's token ids as TRL tokenizes prompts for generation (chat template included)."""
         return self._tokenize_prompts(prompts)[0]
-
-    @property
-    def micro_step(self) -> int:
-        """TRL's count of micro-batches (training_step calls) since the start of training."""
-        return self._step
-
-    @micro_step.setter
-    def micro_step(self, value: int) -> None:
-        self._step = value
-
-    @property
-    def buffered_rollout(self) -> list[dict] | None:
-        """This process's micro-batches of the rollout being reused (None before the first)."""
-        return self._buffered_inputs
-
-    @buffered_rollout.setter
-    def buffered_rollout(self, value: list[dict] | None) -> None:
-        self._buffered_inputs = value
 
 
 def replace_advantage_logs(trainer, mode: str, advantages: Sequence[float], reward_std: float,

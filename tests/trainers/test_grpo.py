@@ -107,7 +107,7 @@ def regularised_run(tmp_path, make_model, tokenizer, dataset, coef: float):
         args=grpo_args(tmp_path / str(coef), max_steps=1, gradient_accumulation_steps=2, steps_per_generation=2,
                        max_grad_norm=0.0, learning_rate=1e-6), callbacks=[probe])
     trainer.train()
-    return probe.grads, trainer._buffered_inputs, forwards
+    return probe.grads, trainer.buffered_rollout, forwards
 
 
 def test_inter_group_regulariser_has_the_whole_group_gradient_at_weight_coef(tmp_path, make_model, tokenizer,
@@ -115,12 +115,12 @@ def test_inter_group_regulariser_has_the_whole_group_gradient_at_weight_coef(tmp
     coef = 2.0
     plain, rollout, plain_forwards = regularised_run(tmp_path, make_model, tokenizer, dataset, 0.0)
     regularised, same_rollout, forwards = regularised_run(tmp_path, make_model, tokenizer, dataset, coef)
-    assert torch.equal(torch.cat([b["advantages"] for b in rollout]), torch.cat([b["advantages"] for b in same_rollout]))
+    assert torch.equal(torch.cat([b.advantages for b in rollout]), torch.cat([b.advantages for b in same_rollout]))
     # The regulariser coef * var_g(mean_{i in g} ratio_i A_i) over whole prompt groups, differentiated at the
-    # rollout's policy on the whole rollout at once (TRL split it into two micro-batches of fragments).
+    # rollout's policy on the whole rollout at once (the step split it into two micro-batches of fragments).
     from mlgrpo.algorithms import inter_group_variance
 
-    batch = {k: torch.cat([b[k] for b in rollout]) for k in ("prompt_ids", "prompt_mask", "completion_ids",
+    batch = {k: torch.cat([getattr(b, k) for b in rollout]) for k in ("prompt_ids", "prompt_mask", "completion_ids",
                                                              "completion_mask", "advantages")}
     reference = MultilingualGRPOTrainer(
         model=make_model(), reward_funcs=[length_reward], train_dataset=dataset, processing_class=tokenizer,
@@ -139,7 +139,7 @@ def test_inter_group_regulariser_has_the_whole_group_gradient_at_weight_coef(tmp
     expected = torch.cat([p.grad.flatten() for p in reference.model.parameters()])
     assert expected.abs().max() > 1e-4
     torch.testing.assert_close(regularised - plain, expected, rtol=1e-4, atol=1e-6)
-    # and from the log-probs TRL's loss already computed: no second forward pass of the policy
+    # and from the log-probs the policy loss already computed: no second forward pass of the policy
     assert sum(forwards) == sum(plain_forwards) == 2
 
 
