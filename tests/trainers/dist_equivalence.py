@@ -66,11 +66,11 @@ class RecordingRollouts(MultilingualGRPOTrainer):
         self.rollouts = getattr(self, "rollouts", []) + [{"prompts": list(rows.prompts)}]
         return super()._language_metrics(rows, scalar, keys)
 
-    def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
-        gathered = self.accelerator.gather(self.accelerator.pad_across_processes(output["completion_ids"], dim=1))
-        self.rollouts[-1].update(advantages=self.accelerator.gather(output["advantages"]).tolist(),
-                                 completion_ids=gathered.tolist(), num_items=int(output["num_items_in_batch"]))
+    def rollout(self, inputs):
+        output = super().rollout(inputs)
+        gathered = self.accelerator.gather(self.accelerator.pad_across_processes(output.completion_ids, dim=1))
+        self.rollouts[-1].update(advantages=self.accelerator.gather(output.advantages).tolist(),
+                                 completion_ids=gathered.tolist(), num_items=int(output.batch_tokens))
         return output
 
 

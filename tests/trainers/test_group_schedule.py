@@ -23,11 +23,11 @@ SCHEDULE = (GroupSwitch(1, 8),)
 class Recording:
     """Mixin: what each training rollout was generated with."""
 
-    def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
+    def rollout(self, inputs):
+        output = super().rollout(inputs)
         if self.model.training:
             self.rollouts.append((self.state.global_step, self.num_generations, [x["prompt"] for x in inputs],
-                                  output["completion_ids"].shape[0]))
+                                  output.rows))
         return output
 
 

@@ -25,8 +25,8 @@ def nan_loss_on_call(base):
     class NaNLoss(base):
         calls = 0
 
-        def _compute_loss(self, model, inputs):
-            loss = super()._compute_loss(model, inputs)
+        def loss(self, model, batch):
+            loss = super().loss(model, batch)
             if self.model.training:
                 self.calls += 1
                 if self.calls - 1 == NAN_CALL:

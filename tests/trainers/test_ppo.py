@@ -33,7 +33,7 @@ class RecordingPPO(PPOTrainer):
     def _advantages(self, rewards, keys, output, local):
         result = super()._advantages(rewards, keys, output, local)
         self.seen = getattr(self, "seen", []) + [(result.local.clone(), output["completion_mask"].clone(),
-                                                  output["returns"].clone(), output["value_mask"].clone())]
+                                                  result.returns.clone(), result.value_mask.clone())]
         return result
 
 

@@ -45,17 +45,17 @@ def test_clipped_rewards_are_what_the_advantages_and_trls_reward_logs_see(tmp_pa
 class FirstLoss:
     """Records the first micro-batch's loss and a plain entropy of its completion tokens."""
 
-    def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
+    def loss(self, model, batch):
+        loss = super().loss(model, batch)
         if not hasattr(self, "first"):
-            ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
-            mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-            width = inputs["completion_ids"].size(1)
+            ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)
+            mask = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
+            width = batch.completion_ids.size(1)
             with torch.no_grad():
                 logits = model(input_ids=ids, attention_mask=mask).logits[:, -width - 1:-1] / self.temperature
                 logp = torch.log_softmax(logits.float(), dim=-1)
                 per_token = -(logp.exp() * logp).sum(-1)  # H = -sum_v p_v log p_v
-                done = inputs["completion_mask"].float()
+                done = batch.completion_mask.float()
             self.first = (loss.detach(), ((per_token * done).sum() / done.sum()).item())
         return loss
 

@@ -18,9 +18,9 @@ SFT = AlgorithmConfig(name="sft")
 
 
 class SeesPrompts:
-    def _generate_and_score_completions(self, inputs):
+    def rollout(self, inputs):
         self.prompts = getattr(self, "prompts", []) + [[row["prompt"] for row in inputs]]
-        output = super()._generate_and_score_completions(inputs)
+        output = super().rollout(inputs)
         self.batches = getattr(self, "batches", []) + [output]
         return output
 
@@ -66,7 +66,7 @@ def test_each_copy_of_a_prompt_trains_on_its_own_accepted_answer(tmp_path, make_
                   per_device_train_batch_size=8), train_dataset=data, processing_class=tokenizer, algorithm=SFT)
     sft.train()
     batch = sft.batches[0]
-    texts = tokenizer.batch_decode(batch["completion_ids"] * batch["completion_mask"], skip_special_tokens=True)
+    texts = tokenizer.batch_decode(batch.completion_ids * batch.completion_mask, skip_special_tokens=True)
     rows = {row["prompt"]: row["answers"] for row in data}
     for k, (prompt, text) in enumerate(zip(sft.prompts[0], texts)):
         assert text.strip() == rows[prompt][k % 2]  # copy 0: the reference, copy 1: the other spelling
@@ -76,10 +76,10 @@ def test_sft_loss_is_transformers_cross_entropy_of_the_target_tokens(tmp_path, m
     sft = SFTSees(model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path, max_steps=1),
                   train_dataset=dataset, processing_class=tokenizer, algorithm=SFT)
     sft.train()
-    batch = {k: v[:4] for k, v in sft.batches[0].items()}
-    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-    attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-    labels = ids.masked_fill(torch.cat([torch.zeros_like(batch["prompt_mask"]), batch["completion_mask"]], 1) == 0, -100)
+    batch = sft.batches[0].select(torch.arange(4))
+    ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)
+    attention = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
+    labels = ids.masked_fill(torch.cat([torch.zeros_like(batch.prompt_mask), batch.completion_mask], 1) == 0, -100)
     with torch.no_grad():
         expected = sft.model(input_ids=ids, attention_mask=attention, labels=labels).loss  # HF's shifted token mean
         ours = sft.loss(sft.model, batch) * sft.current_gradient_accumulation_steps

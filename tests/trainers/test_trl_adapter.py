@@ -28,21 +28,7 @@ from .conftest import grpo_args, length_reward
 
 
 class CountingTRL(GRPOTrainer):
-    """Stock TRL, recording each call of the log-prob helper and the state one generation batch leaves."""
-
-    calls: list
-
-    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
-        out = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
-        self.calls.append((self._in_loss, torch.is_grad_enabled(), out[0]))
-        return out
-
-    def _compute_loss(self, model, inputs):
-        self._in_loss = True
-        try:
-            return super()._compute_loss(model, inputs)
-        finally:
-            self._in_loss = False
+    """Stock TRL, recording the state one generation batch leaves."""
 
     def _generate_and_score_completions(self, inputs):
         before = {name: len(self._metrics["train"][name]) for name in ("reward_std", "frac_reward_zero_std")}
@@ -60,7 +46,7 @@ def test_the_installed_trl_declares_the_private_methods_the_adapter_overrides_as
     assert check_contract(GRPOTrainer) == []
     overridden = {name for name, value in vars(TRLAdapter).items()
                   if name.startswith("_") and not name.startswith("__") and callable(value) and hasattr(GRPOTrainer, name)}
-    assert overridden == set(PRIVATE_OVERRIDES) and len(overridden) == 4
+    assert overridden == set(PRIVATE_OVERRIDES) and len(overridden) == 3
 
 
 def test_a_changed_signature_is_named_with_what_changed():
@@ -90,7 +76,7 @@ def trl_private_names() -> set[str]:
 
 def test_no_module_but_the_adapter_touches_trl_privately():
     private = trl_private_names()
-    assert {"_metrics", "_logs", "_step", "_buffered_inputs", "_compute_loss"} <= private
+    assert {"_metrics", "_logs", "_step", "_buffered_inputs", "_compute_loss", "_prepare_inputs"} <= private
     found = []
     for path in sorted(Path(mlgrpo.__file__).parent.rglob("*.py")):
         if path.name == "trl_adapter.py":
@@ -115,17 +101,8 @@ def test_every_trainer_reaches_trl_through_the_adapter(name):
 def counting_trainer(tmp_path, make_model, tokenizer, dataset, **args) -> CountingTRL:
     trainer = CountingTRL(model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path, **args),
                           train_dataset=dataset, processing_class=tokenizer)
-    trainer.calls, trainer.generations, trainer.tables, trainer._in_loss = [], [], [], False
+    trainer.generations, trainer.tables = [], []
     return trainer
-
-
-def test_the_loss_computes_the_policy_logps_in_one_call_with_gradient(tmp_path, make_model, tokenizer, dataset):
-    # steps_per_generation 2 > gradient_accumulation_steps 1: TRL also computes old log-probs, without gradient
-    trainer = counting_trainer(tmp_path, make_model, tokenizer, dataset, max_steps=2, steps_per_generation=2)
-    trainer.train()
-    in_loss = [(grad, logps) for inside, grad, logps in trainer.calls if inside]
-    assert len(in_loss) == 2 and all(grad and logps.requires_grad for grad, logps in in_loss)  # one per micro-batch
-    assert all(not grad for inside, grad, _ in trainer.calls if not inside)
 
 
 def test_a_generation_appends_one_reward_std_and_logs_the_gathered_advantages(tmp_path, make_model, tokenizer,
@@ -156,18 +133,10 @@ def test_a_generation_extends_the_completions_table_by_its_rows_and_they_can_be_
     assert trainer._metrics["train"]["reward_std"] == [1.0] == trainer._metrics["train"]["frac_reward_zero_std"]
 
 
-def test_capture_and_replacement_act_on_a_real_trainer(tmp_path, make_model, tokenizer, dataset):
-    class Capturing(TRLAdapter):
-        def loss(self, model, inputs):
-            with self.capturing_policy_logps() as found:
-                loss = super().loss(model, inputs)
-            self.found = getattr(self, "found", []) + [len(found)]
-            return loss
-
-    trainer = Capturing(model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path, max_steps=1),
-                        train_dataset=dataset, processing_class=tokenizer)
+def test_advantage_log_replacement_acts_on_a_real_trainer(tmp_path, make_model, tokenizer, dataset):
+    trainer = TRLAdapter(model=make_model(), reward_funcs=[length_reward], args=grpo_args(tmp_path, max_steps=1),
+                         train_dataset=dataset, processing_class=tokenizer)
     trainer.train()
-    assert trainer.found == [1] and trainer._captured_logps is None
     n = len(trainer._logs["advantages"])
     for name in ("reward_std", "frac_reward_zero_std"):  # the log at the step's end emptied them: as if generated
         trainer._metrics["train"][name].append(9.0)
