@@ -51,3 +51,22 @@ def test_without_languages_the_fallback_is_reported():
 def test_unknown_module_name():
     with pytest.raises(UserError, match="no evaluate module 'sacrebleu'"):
         hf_metric_path("sacrebleu")
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_each_module_file_in_place_computes_what_evaluate_loads(name):
+    # evaluate.load runs a copy of the script from its cache; this runs the file mlgrpo ships, where
+    # coverage and a reader find it, and checks that it is the same module.
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(hf_metric_path(name)) / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"mlgrpo_hf_{name}", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    [metric_class] = [v for v in vars(script).values()
+                      if isinstance(v, type) and issubclass(v, evaluate.Metric) and v is not evaluate.Metric]
+    kwargs = {"references": REFERENCES} if MODULES[name][1] else {}
+    in_place = metric_class().compute(predictions=PREDICTIONS, languages=LANGUAGES, **kwargs)
+    loaded = evaluate.load(hf_metric_path(name)).compute(predictions=PREDICTIONS, languages=LANGUAGES, **kwargs)
+    assert in_place == loaded
