@@ -41,6 +41,8 @@ class TrainingStep:
         (HF's data loader); the loss, already divided for gradient accumulation, is returned detached."""
         started = time.perf_counter()
         model.train()
+        if callable(getattr(self.optimizer, "train", None)):  # schedule-free optimisers, as HF's step
+            self.optimizer.train()
         # 1. The rollout: generated, scored and given advantages every generate_every micro-batches, then
         #    reused; its rows shuffled (torch's generator, as TRL) and split into micro-batches.
         generate_every = self.args.steps_per_generation * self.num_iterations
