@@ -49,7 +49,7 @@ from mlgrpo.trainers.dynamic import RefillingRollouts
 from mlgrpo.trainers.guard import NonfiniteStepGuard
 from mlgrpo.trainers.scheduled_groups import ScheduledGroups
 from mlgrpo.trainers.metrics import language_counts, peak_memory_mb, per_language, to_floats
-from mlgrpo.trainers.rollout import ROW_COLUMN, BatchRows, Rollout, RolloutAdvantages, prompt_text
+from mlgrpo.trainers.rollout import ROW_COLUMN, BatchRows, Rollout, RolloutAdvantages, fields_of, prompt_text
 from mlgrpo.trainers.step import TrainingStep
 from mlgrpo.trainers.trl_adapter import EpochSeekingRepeatSampler, TRLAdapter, replace_advantage_logs
 
@@ -274,7 +274,7 @@ class MultilingualGRPOTrainer(TrainingStep, ResumableState, NonfiniteStepGuard, 
             group_ids=keys.prompt_ids[local], old_values=result.old_values, returns=result.returns,
             value_mask=result.value_mask,
             regularizer=None if regularizer is None else InterGroupRows(
-                *(getattr(regularizer, f)[local] for f in ("group_ids", "centred_mean", "group_size", "groups"))))
+                **{name: column[local] for name, column in fields_of(regularizer).items()}))
 
     def _feed_sampler(self, rows: BatchRows) -> None:
         """The batch's rewards to the reward-stratified language sampler. Every rank calls this with the same

@@ -48,6 +48,11 @@ class RolloutAdvantages:
     value_mask: Tensor | None = None  # (B, T) tokens with a value target (PPO)
 
 
+def fields_of(record) -> dict:
+    """A dataclass's fields by name, the values themselves (dataclasses.asdict would deep-copy every tensor)."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
 def prompt_text(prompt) -> str:
     """A prompt as text for hashing and grouping: plain text, or the last user message of a conversation."""
     if isinstance(prompt, str):
@@ -135,9 +140,9 @@ class Rollout:
 
     def state(self) -> dict:
         """Tensors, strings and None only (torch.load(weights_only=True) reads it back: `from_state`)."""
-        state = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        state = fields_of(self)
         if self.regularizer is not None:
-            state["regularizer"] = dataclasses.asdict(self.regularizer)
+            state["regularizer"] = fields_of(self.regularizer)
         return state
 
     @classmethod
@@ -154,6 +159,6 @@ class Rollout:
             if isinstance(value, dict):
                 return {k: apply(v) for k, v in value.items()}
             if isinstance(value, InterGroupRows):
-                return InterGroupRows(**{k: apply(v) for k, v in dataclasses.asdict(value).items()})
+                return InterGroupRows(**{k: apply(v) for k, v in fields_of(value).items()})
             return scalar(value) if value.dim() == 0 else per_row(value)
         return dataclasses.replace(self, **{f.name: apply(getattr(self, f.name)) for f in dataclasses.fields(self)})
