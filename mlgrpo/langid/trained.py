@@ -30,6 +30,7 @@ Knows nothing about scripts, screening, thresholds or the CLI.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -265,8 +266,9 @@ def _listed_words(listed: dict[str, float]) -> dict[str, float]:
 
 
 def _publish(folder: Path, arrays: dict[str, np.ndarray], info: dict) -> None:
-    """Write into a temporary folder beside `folder`, then rename it into place (a crash leaves no half model;
-    of two concurrent builds, the last rename wins with an equal model)."""
+    """Write into a temporary folder beside `folder`, then rename it into place (a crash leaves no half model).
+    Of two concurrent builds, whichever renames first wins: a later one that finds a complete model in place
+    (its rename refused: the folder is not empty) keeps that equal model and drops its own."""
     import shutil  # local, as tempfile: ~8 ms of imports that only a build needs (`mlgrpo langid` starts without them)
     import tempfile
 
@@ -280,7 +282,12 @@ def _publish(folder: Path, arrays: dict[str, np.ndarray], info: dict) -> None:
             trash = Path(tempfile.mkdtemp(prefix=f".trash-{folder.name}-", dir=folder.parent))
             os.replace(folder, trash / folder.name)
             shutil.rmtree(trash, ignore_errors=True)
-        os.replace(tmp, folder)
+        try:
+            os.replace(tmp, folder)
+        except OSError as exc:  # another build put its model there between the check above and this rename
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not (folder / INFO).exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

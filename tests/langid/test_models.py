@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from mlgrpo.langid import LanguageIdentifier
@@ -65,3 +68,20 @@ def test_model_codes_come_out_as_iso_639_1():
     for backend in MODEL_BACKENDS:
         guess = LanguageIdentifier(["zh", "ja", "ko"], backend=backend).identify("这个字段是必填项，请输入一个有效的日期。")
         assert guess.language == "zh", backend
+
+
+def test_a_build_that_loses_the_race_keeps_the_model_published_first(tmp_path, monkeypatch):
+    # CI, 2026-12-03: two xdist workers built the model at once; the second's rename met the first's folder
+    # (ENOTEMPTY) and the test failed. The window is opened here by hiding the first model from the check.
+    import numpy as np
+
+    from mlgrpo.langid import trained
+
+    folder = tmp_path / "langid-model"
+    trained._publish(folder, {"a.npy": np.arange(3)}, {"version": "first"})
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda self: False if self == folder else real_exists(self))
+    trained._publish(folder, {"a.npy": np.arange(3)}, {"version": "second"})
+    monkeypatch.undo()
+    assert json.loads((folder / trained.INFO).read_text())["version"] == "first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["langid-model"]  # the loser's folder is gone
