@@ -117,8 +117,8 @@ def clipped(ratio: Tensor, log_ratio: Tensor, batch: PolicyLossBatch, p: PolicyL
     high = ((ratio > 1 + p.epsilon_high) & (adv > 0)).float()
     return loss, {"clip_ratio/low_mean": masked_mean(low, batch.mask), "clip_ratio/high_mean": masked_mean(high, batch.mask),
                   "clip_ratio/region_mean": masked_mean(torch.maximum(low, high), batch.mask),
-                  "clip_ratio/low_min": _nan_reduce(_per_completion(low, batch.mask), torch.min),
-                  "clip_ratio/high_max": _nan_reduce(_per_completion(high, batch.mask), torch.max)}
+                  "clip_ratio/low_min": nan_reduce(_per_completion(low, batch.mask), torch.min),
+                  "clip_ratio/high_max": nan_reduce(_per_completion(high, batch.mask), torch.max)}
 
 
 @SURROGATES.register("cispo")
@@ -261,7 +261,7 @@ def _per_completion(x: Tensor, mask: Tensor) -> Tensor:
     return x.squeeze(1) if x.shape[1] == 1 else (x * mask).sum(-1) / mask.sum(-1)
 
 
-def _nan_reduce(x: Tensor, reduce) -> Tensor:
+def nan_reduce(x: Tensor, reduce) -> Tensor:
     """reduce(x) over its non-NaN values (TRL's nanmin / nanmax); NaN when there are none."""
     kept = x[~x.isnan()]
     return reduce(kept) if kept.numel() else torch.tensor(float("nan"), device=x.device)

@@ -14,7 +14,6 @@ import logging
 
 import torch
 
-
 NONFINITE_STEPS = "nonfinite_loss_steps"  # optimiser steps skipped so far (a running count)
 
 log = logging.getLogger(__name__)

@@ -63,7 +63,6 @@ def prompt_text(prompt) -> str:
     return str(prompt)
 
 
-
 # TRL's generation batch (GRPOTrainer._generate_and_score_completions) -> Rollout's fields. TRL's advantages
 # are not taken: mlgrpo computes its own. TRL's per-row forward inputs go to `model_inputs`; any other field
 # (images, which TRL splits by their grid, not by row) is refused by name.
@@ -110,6 +109,11 @@ class Rollout:
     @property
     def rows(self) -> int:
         return self.completion_ids.size(0)
+
+    def sequences(self) -> tuple[Tensor, Tensor]:
+        """((B, P + T) token ids, their attention mask): each prompt followed by its completion."""
+        return (torch.cat([self.prompt_ids, self.completion_ids], dim=1),
+                torch.cat([self.prompt_mask, self.completion_mask], dim=1))
 
     @classmethod
     def from_trl(cls, batch: dict, languages: list[str], **fields) -> Rollout:

@@ -133,8 +133,7 @@ class SupervisedTrainer(MultilingualGRPOTrainer):
     # ---- the loss: cross-entropy of the target tokens ----------------------------------------------
 
     def loss(self, model, batch: Rollout):
-        ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)
-        attention = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
+        ids, attention = batch.sequences()
         width = batch.completion_ids.size(1)
         logits = model(input_ids=ids, attention_mask=attention).logits[:, -width - 1:-1].float()
         loss, metrics = LOSSES.get("sft")(logits, batch.completion_ids, batch.completion_mask.float())

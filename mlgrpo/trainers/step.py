@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from mlgrpo.algorithms.losses import LOSSES, masked_mean
-from mlgrpo.algorithms.policy_loss import PolicyLossBatch, PolicyLossParams
+from mlgrpo.algorithms.policy_loss import PolicyLossBatch, PolicyLossParams, nan_reduce
 from mlgrpo.errors import UserError
 from mlgrpo.trainers.rollout import Rollout
 
@@ -135,13 +135,11 @@ class TrainingStep:
             accumulation=accumulation, step_tokens=step_tokens)
 
     def record_step_metrics(self, mode: str, metrics: dict[str, Tensor]) -> None:
-        """The micro-batch's 0-d metrics, reduced over processes (a *_min by min, a *_max by max, else the mean
-        of the processes' values) and recorded for the next log."""
-        for name, value in metrics.items():
-            gathered = self.accelerator.gather(value.detach().float().reshape(1))
-            kept = gathered[~gathered.isnan()]
-            if not kept.numel():
-                self.record_metric(mode, name, float("nan"))
-                continue
+        """The micro-batch's 0-d metrics, reduced over processes in one gather (a *_min by min, a *_max by max,
+        else the mean of the processes' values; NaNs left out) and recorded for the next log."""
+        names = list(metrics)
+        values = torch.stack([metrics[name].detach().float().reshape(()) for name in names])
+        gathered = self.accelerator.gather(values.unsqueeze(0))  # (processes, metrics)
+        for name, column in zip(names, gathered.T, strict=True):
             reduce = torch.min if name.endswith("_min") else torch.max if name.endswith("_max") else torch.mean
-            self.record_metric(mode, name, reduce(kept).item())
+            self.record_metric(mode, name, nan_reduce(column, reduce).item())

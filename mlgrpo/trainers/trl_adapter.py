@@ -199,8 +199,7 @@ class TRLAdapter(GRPOTrainer):
     def policy_forward(self, model, batch) -> tuple[Tensor, Tensor, Tensor | None]:
         """(log-probs (B, T), entropies (B, T), the router's auxiliary loss or None) of a Rollout's completion
         tokens under `model`, with gradient, as TRL's _compute_loss computes them (temperature, fused head)."""
-        ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)
-        attention = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
+        ids, attention = batch.sequences()
         logps, entropies, aux = self._get_per_token_logps_and_entropies(
             model, ids, attention, batch.completion_ids.size(1), compute_entropy=True,
             compute_aux_loss=self.aux_loss_enabled, **batch.model_inputs)
