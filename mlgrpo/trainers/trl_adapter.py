@@ -17,7 +17,8 @@ tests/trainers/test_trl_adapter.py, which pins each signature in the installed T
 TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampler; mlgrpo's step
 (step.py) replaces TRL's training_step and _prepare_inputs (public HF training_step, overridden there) and
 computes the policy's log-probs and entropies with TRL's `_get_per_token_logps_and_entropies` (policy_forward,
-token_logps). What else mlgrpo relies on:
+token_logps). A run resumed from its last step's checkpoint is restored with HF's `_load_from_checkpoint`, not
+trained a step further (train, finished). What else mlgrpo relies on:
 - after `_generate_and_score_completions`, TRL has appended one value to `_metrics[mode]["reward_std"]` and
   `["frac_reward_zero_std"]` (of its own prompt groups) and the gathered advantages to `_logs["advantages"]`
   (the completions table); mlgrpo's advantages replace TRL's, so these are replaced (replace_advantage_logs).
@@ -43,8 +44,9 @@ from collections.abc import Sequence
 
 import torch
 from torch import Tensor
-from transformers import TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
+from transformers import TrainerCallback, TrainerState
+from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, TrainOutput, get_last_checkpoint
 from trl import GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
@@ -64,6 +66,7 @@ PRIVATE_METHODS = {
     "_save_checkpoint": "(self, model, trial)",
     "_tokenize_prompts": "(self, prompts)",
     "_get_output_dir": "(self, trial)",
+    "_load_from_checkpoint": "(self, resume_from_checkpoint, model=None)",
 }
 PRIVATE_OVERRIDES = ("_calculate_rewards", "_generate_and_score_completions", "_get_train_sampler")
 
@@ -132,11 +135,33 @@ class TRLAdapter(GRPOTrainer):
         path = resume_from_checkpoint
         if isinstance(path, bool):
             path = get_last_checkpoint(self.args.output_dir) if path else None
+        if path is not None and self.finished(str(path)):
+            return self.restore_finished(str(path))
         self.resuming_from = None if path is None else str(path)
         try:
             return super().train(resume_from_checkpoint, trial, ignore_keys_for_eval)
         finally:
             self.resuming_from = None
+
+    def finished(self, checkpoint: str) -> bool:
+        """Whether `checkpoint` was saved at the last step (args.max_steps) by a model HF loads before its loop.
+
+        HF's loop trains a step before it checks max_steps: resumed from its last step's checkpoint, a run trains
+        step max_steps + 1 (measured with stock trl.GRPOTrainer, transformers 5.24: max_steps 5, resumed from
+        checkpoint-5, one more optimiser step, global_step 6). A run whose worker died after that checkpoint
+        (in its final evaluation, or a Ray node lost) is restored instead. DeepSpeed and FSDP models load their
+        shards inside HF's loop, after accelerate prepared them: there HF's behaviour stays (one step more)."""
+        if self.args.max_steps <= 0 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return False
+        state = os.path.join(checkpoint, TRAINER_STATE_NAME)
+        return os.path.isfile(state) and TrainerState.load_from_json(state).global_step >= self.args.max_steps
+
+    def restore_finished(self, checkpoint: str) -> TrainOutput:
+        """The weights and trainer state of a checkpoint of the last step, without a step of training (HF's
+        _load_from_checkpoint: full weights or a PEFT adapter, as train() loads them)."""
+        self._load_from_checkpoint(checkpoint)
+        self.state = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
+        return TrainOutput(self.state.global_step, 0.0, {})
 
     # ---- routing of TRL's private hooks --------------------------------------------------------------
 

@@ -118,6 +118,28 @@ def test_a_resumed_run_ends_with_the_uninterrupted_parameters(case, tmp_path, ma
                        max_abs_param_difference=difference)
 
 
+@pytest.mark.parametrize("case", ["grpo balanced", "ppo balanced"])
+def test_a_run_resumed_from_its_last_steps_checkpoint_trains_no_further_step(case, tmp_path, make_model, tokenizer,
+                                                                           dataset):
+    """A worker that died after the last step's checkpoint (in its final evaluation; a Ray node lost) resumes
+    with the trained model and step count, and trains no step max_steps + 1 as HF's loop would."""
+    whole = run(case, tmp_path / "whole", make_model, tokenizer, dataset)
+    steps = []
+
+    class Steps(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            steps.append(state.global_step)
+
+    args = grpo_args(tmp_path / "whole", max_steps=STEPS, save_strategy="steps", save_steps=CASES[case].interrupt)
+    extra = {"algorithm": CASES[case].algorithm} if CASES[case].algorithm is not None else {}
+    resumed = CASES[case].trainer(model=make_model(), reward_funcs=[length_reward], args=args, train_dataset=dataset,
+                                  processing_class=tokenizer, sampler=CASES[case].sampler, callbacks=[Steps()], **extra)
+    assert (vector(resumed.model) - vector(whole.model)).abs().max() > 1e-5  # a fresh model, before the resume
+    resumed.train(resume_from_checkpoint=str(tmp_path / "whole" / f"checkpoint-{STEPS}"))
+    assert steps == [] and resumed.state.global_step == STEPS
+    assert (vector(resumed.model) - vector(whole.model)).abs().max() == 0.0
+
+
 def test_without_mlgrpos_checkpoint_state_the_resumed_run_differs(tmp_path, make_model, tokenizer, dataset):
     """What the state is for: without it, the reward-steered draws (and the half-used generation) differ."""
     case = "grpo oversample+reward buckets, mid-generation"
