@@ -56,6 +56,30 @@ def test_the_second_pass_runs_exactly_what_skipped(tmp_path, workers):
     assert expected in second.stdout, second.stdout
 
 
+GROUPED = '''
+import os, pytest
+@pytest.mark.parametrize("i", range(6))
+def test_where(i, request):
+    with open(os.environ["WHERE"], "a") as handle:
+        handle.write(f"{os.environ['PYTEST_XDIST_WORKER']} {request.node.nodeid}\\n")
+'''
+
+
+def test_under_xdist_a_files_tests_run_on_one_worker(tmp_path):
+    """tests/conftest.py's groups reach pytest-xdist (each file's tests, and those sharing a costly session
+    fixture, on one worker, which makes its fixtures once). pytest 9.2 gives items structured ids, on which
+    pytest-xdist 3.8's --dist loadgroup silently stops grouping (pytest-xdist#1386): pyproject.toml pins below it."""
+    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
+    for name in ("test_a.py", "test_b.py"):
+        (tmp_path / name).write_text(GROUPED, encoding="utf-8")
+    out = _pytest(tmp_path, "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", WHERE=str(tmp_path / "where"))
+    assert out.returncode == 0 and "12 passed" in out.stdout, out.stdout + out.stderr
+    ran = [line.split(" ", 1) for line in (tmp_path / "where").read_text(encoding="utf-8").splitlines()]
+    assert all(nodeid.endswith(f"@{nodeid.split('::')[0]}") for _, nodeid in ran), ran  # the group, as xdist sees it
+    workers = {name: {worker for worker, nodeid in ran if nodeid.startswith(name)} for name in ("test_a.py", "test_b.py")}
+    assert all(len(found) == 1 for found in workers.values()), workers
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -17,11 +17,12 @@ from mlflow import MlflowClient
 
 from .test_runner import TRIMMED
 
-EXPERIMENT = "trimmed-quickstart"
+EXPERIMENT = "trimmed-ray"  # its own experiment on the session's server, which test_runner also writes to
 
 
 def write_experiment(tmp_path: Path, shared: bool, steps: int = 4) -> Path:
     text = TRIMMED.read_text(encoding="utf-8").replace("seeds: [0]", "seeds: [0, 1]")
+    text = text.replace("name: trimmed-quickstart", f"name: {EXPERIMENT}")
     text = text.replace("max_steps: 4", f"max_steps: {steps}").replace("checkpoint_every: 2", "checkpoint_every: 1")
     text = text.replace("run:\n", "run:\n  backend: ray\n" + ("  output_shared: true\n" if shared else ""), 1)
     path = tmp_path / "trimmed-ray.yaml"
@@ -39,7 +40,7 @@ def mlgrpo(tmp_path: Path, *args: str, env: dict | None = None, **popen) -> subp
 def test_a_machine_local_output_dir_is_refused_and_a_shared_one_planned(tmp_path):
     write_experiment(tmp_path, shared=False)
     out, err = mlgrpo(tmp_path, "--dry-run").communicate(timeout=300)
-    assert "run.backend is ray but run.output_dir (runs/trimmed-quickstart) is on this machine's" in err, err[-2000:]
+    assert "run.backend is ray but run.output_dir (runs/trimmed-ray) is on this machine's" in err, err[-2000:]
     assert "add run.output_shared: true" in err and "Traceback" not in err
     write_experiment(tmp_path, shared=True)
     process = mlgrpo(tmp_path, "--dry-run", env={"RAY_ADDRESS": "127.0.0.1:6379"})
