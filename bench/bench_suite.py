@@ -85,6 +85,8 @@ def readme_line(rows: list[list], missing: list[str], readme: Path = README) -> 
 
 
 def main(fast_only: bool) -> int:
+    from importlib.metadata import version
+
     from bench._report import markdown_table, write_section
 
     with tempfile.TemporaryDirectory() as folder:
@@ -101,7 +103,9 @@ def main(fast_only: bool) -> int:
         rows += [row for row in previous_rows() if row[0] == "whole suite"]
     body = "\n\n".join([
         markdown_table(["tier", "command", "wall time", "goal", "result", "measured (UTC)"], rows),
-        f"Under pytest-xdist with {os.cpu_count()} workers (`-n auto`); the fast tier timed with coverage on. "
+        f"Under pytest {version('pytest')} and pytest-xdist {version('pytest-xdist')} with {os.cpu_count()} workers "
+        "(`-n auto --dist loadgroup`: each file's tests, and those sharing a costly session fixture, on one worker; "
+        "tests/conftest.py); the fast tier timed with coverage on. "
         + ("Every mlgrpo module is run by the fast tier." if not missing else
            "Modules the fast tier runs no function of: " + ", ".join(f"`{m}`" for m in missing) + "."),
     ])

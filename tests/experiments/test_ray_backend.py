@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from mlgrpo.trainers.checkpoints import EXTRA_STATE
+
 from .test_runner import TRIMMED
 
 EXPERIMENT = "trimmed-ray"  # its own experiment on the session's server, which test_runner also writes to
@@ -79,7 +81,7 @@ def checkpointed_on(uri: str, node_id: str, runs_dir: Path, nodes: dict) -> str 
     """A run on `node_id` with a complete checkpoint in its folder. The folders are read first (a step of the
     trimmed run takes ~0.3 s, so the kill must land within a step or two of the first checkpoint); each run's
     node (its placement.node tag, set when its task starts) is asked of the server once, into `nodes`."""
-    for state in sorted(runs_dir.glob("*/checkpoints/checkpoint-*/trainer_state.json")):
+    for state in sorted(runs_dir.glob(f"*/checkpoints/checkpoint-*/{EXTRA_STATE.format(rank=0)}")):  # written last
         name = state.parents[2].name
         if name not in nodes:
             run = children(uri).get(name)
