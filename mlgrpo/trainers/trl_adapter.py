@@ -18,7 +18,7 @@ TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampl
 (step.py) replaces TRL's training_step and _prepare_inputs (public HF training_step, overridden there) and
 computes the policy's log-probs and entropies with TRL's `_get_per_token_logps_and_entropies` (policy_forward,
 token_logps). A run resumed from its last step's checkpoint is restored with HF's `_load_from_checkpoint`, not
-trained a step further (train, finished). What else mlgrpo relies on:
+trained a step further (train, finished; sharded models: resumed from the checkpoint before). What else mlgrpo relies on:
 - after `_generate_and_score_completions`, TRL has appended one value to `_metrics[mode]["reward_std"]` and
   `["frac_reward_zero_std"]` (of its own prompt groups) and the gathered advantages to `_logs["advantages"]`
   (the completions table); mlgrpo's advantages replace TRL's, so these are replaced (replace_advantage_logs).
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from collections.abc import Sequence
 
 import torch
@@ -91,6 +92,14 @@ def check_contract(trainer_class: type = GRPOTrainer) -> list[str]:
     return problems
 
 
+def previous_checkpoint(checkpoint: str) -> str | None:
+    """The newest checkpoint beside `checkpoint` of an earlier step (complete: written before it), or None."""
+    folder, name = os.path.split(os.path.normpath(checkpoint))
+    steps = {int(m[1]): n for n in os.listdir(folder) if (m := re.fullmatch(rf"{PREFIX_CHECKPOINT_DIR}-(\d+)", n))}
+    earlier = [step for step in steps if step < int(name.rsplit("-", 1)[1])]
+    return os.path.join(folder, steps[max(earlier)]) if earlier else None
+
+
 class _TrainerState(TrainerCallback):
     """The trainer's own checkpoint state, beside HF's. HF calls on_save on every process right after
     `_save_checkpoint` wrote the step's folder (its one call site), and on_train_begin after it restored
@@ -136,7 +145,11 @@ class TRLAdapter(GRPOTrainer):
         if isinstance(path, bool):
             path = get_last_checkpoint(self.args.output_dir) if path else None
         if path is not None and self.finished(str(path)):
-            return self.restore_finished(str(path))
+            if not (self.is_deepspeed_enabled or self.is_fsdp_enabled):
+                return self.restore_finished(str(path))
+            # Sharded models load inside HF's loop, after accelerate prepared them: resumed from the checkpoint
+            # before (None: the start), the steps since are trained again, as they were the first time.
+            path = resume_from_checkpoint = previous_checkpoint(str(path))
         self.resuming_from = None if path is None else str(path)
         try:
             return super().train(resume_from_checkpoint, trial, ignore_keys_for_eval)
@@ -144,17 +157,16 @@ class TRLAdapter(GRPOTrainer):
             self.resuming_from = None
 
     def finished(self, checkpoint: str) -> bool:
-        """Whether `checkpoint` was saved at the last step (args.max_steps) by a model HF loads before its loop.
+        """Whether `checkpoint` was saved at the last step (args.max_steps).
 
         HF's loop trains a step before it checks max_steps: resumed from its last step's checkpoint, a run trains
         step max_steps + 1 (measured with stock trl.GRPOTrainer, transformers 5.24: max_steps 5, resumed from
         checkpoint-5, one more optimiser step, global_step 6). A run whose worker died after that checkpoint
-        (in its final evaluation, or a Ray node lost) is restored instead. DeepSpeed and FSDP models load their
-        shards inside HF's loop, after accelerate prepared them: there HF's behaviour stays (one step more)."""
-        if self.args.max_steps <= 0 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            return False
+        (in its final evaluation, or a Ray node lost) is restored instead, or under DeepSpeed and FSDP resumed
+        from the checkpoint before."""
         state = os.path.join(checkpoint, TRAINER_STATE_NAME)
-        return os.path.isfile(state) and TrainerState.load_from_json(state).global_step >= self.args.max_steps
+        return (self.args.max_steps > 0 and os.path.isfile(state)
+                and TrainerState.load_from_json(state).global_step >= self.args.max_steps)
 
     def restore_finished(self, checkpoint: str) -> TrainOutput:
         """The weights and trainer state of a checkpoint of the last step, without a step of training (HF's

@@ -3,7 +3,8 @@
 Trains the PPO arm of dist_equivalence.py (same seed, global batch, steps and greedy decoding) with FSDP2
 (training.fsdp: full_shard, fsdp_config.version 2): the policy and the critic both sharded over the ranks.
 Writes from rank 0 the full parameters to OUT/ppo_fsdp_world<W>.pt, and those of the same run resumed from
-its checkpoint before the last step to OUT/ppo_fsdp_resumed_world<W>.pt, and each rank's view of the sharding
+its checkpoint before the last step to OUT/ppo_fsdp_resumed_world<W>.pt (and from its last step's checkpoint
+to OUT/ppo_fsdp_finished_world<W>.pt), and each rank's view of the sharding
 (which parameters are DTensors, and how many elements this rank holds of each model) to OUT/fsdp_rank<k>.json.
 
 accelerate (1.15) turns FSDP on only for GPU process groups (AcceleratorState.__init__ in accelerate/state.py);
@@ -109,7 +110,11 @@ def main(out: Path) -> None:
     checkpoint = out / f"ppo-fsdp-{world}" / f"checkpoint-{STEPS - 1}"
     resumed = train(out, world, tokenizer, resume=str(checkpoint))
     save_parameters(resumed, out / f"ppo_fsdp_resumed_world{world}.pt")
-    steps = {"first": trainer_steps(trainer), "resumed": trainer_steps(resumed)}
+    # Resumed from the last step's checkpoint (a worker that died in its final evaluation): HF's loop would
+    # train a step STEPS + 1; sharded, the adapter resumes from the checkpoint before, and step STEPS is trained again.
+    finished = train(out, world, tokenizer, resume=str(out / f"ppo-fsdp-{world}" / f"checkpoint-{STEPS}"))
+    save_parameters(finished, out / f"ppo_fsdp_finished_world{world}.pt")
+    steps = {"first": trainer_steps(trainer), "resumed": trainer_steps(resumed), "finished": trainer_steps(finished)}
     (out / f"fsdp_steps_rank{rank}.json").write_text(json.dumps(steps))
 
 

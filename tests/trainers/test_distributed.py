@@ -103,12 +103,15 @@ def test_ppo_sharded_with_fsdp2_ends_with_the_parameters_of_one_process_and_resu
     # state and schedule, then sharded again), only the last step trained again, and the same parameters.
     for rank in range(2):
         steps = json.loads((sharded / f"fsdp_steps_rank{rank}.json").read_text())
-        assert steps == {"first": [1, 2, 3], "resumed": [3]}
-    resumed = torch.load(sharded / "ppo_fsdp_resumed_world2.pt", weights_only=True)
+        # From the last step's checkpoint: no step 4 (HF's loop would train one), the last step again.
+        assert steps == {"first": [1, 2, 3], "resumed": [3], "finished": [3]}
+    resumed, finished = (torch.load(sharded / f"ppo_fsdp_{name}_world2.pt", weights_only=True)
+                         for name in ("resumed", "finished"))
     saved = load_file(str(sharded / "ppo-fsdp-2" / "checkpoint-2" / CRITIC_WEIGHTS))
     assert saved.keys() == {k.removeprefix("critic.") for k in two if k.startswith("critic.")}
     for key in two:
         torch.testing.assert_close(resumed[key], two[key], rtol=0, atol=0, msg=key)
+        torch.testing.assert_close(finished[key], two[key], rtol=0, atol=0, msg=key)
 
 
 def test_two_ranks_refill_the_rollout_one_process_would(trained):
