@@ -76,7 +76,8 @@ def test_under_xdist_a_files_tests_run_on_one_worker(tmp_path):
     assert out.returncode == 0 and "12 passed" in out.stdout, out.stdout + out.stderr
     ran = [line.split(" ", 1) for line in (tmp_path / "where").read_text(encoding="utf-8").splitlines()]
     assert all(nodeid.endswith(f"@{nodeid.split('::')[0]}") for _, nodeid in ran), ran  # the group, as xdist sees it
-    workers = {name: {worker for worker, nodeid in ran if nodeid.startswith(name)} for name in ("test_a.py", "test_b.py")}
+    workers = {name: {worker for worker, nodeid in ran if nodeid.startswith(name)}
+               for name in ("test_a.py", "test_b.py")}
     assert all(len(found) == 1 for found in workers.values()), workers
 
 

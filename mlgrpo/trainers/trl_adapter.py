@@ -18,7 +18,8 @@ TRL's own behaviour stays reachable as trl_rollout, trl_loss and trl_train_sampl
 (step.py) replaces TRL's training_step and _prepare_inputs (public HF training_step, overridden there) and
 computes the policy's log-probs and entropies with TRL's `_get_per_token_logps_and_entropies` (policy_forward,
 token_logps). A run resumed from its last step's checkpoint is restored with HF's `_load_from_checkpoint`, not
-trained a step further (train, finished; sharded models: resumed from the checkpoint before). What else mlgrpo relies on:
+trained a step further (train, finished; sharded models: resumed from the checkpoint before). What else mlgrpo
+relies on:
 - after `_generate_and_score_completions`, TRL has appended one value to `_metrics[mode]["reward_std"]` and
   `["frac_reward_zero_std"]` (of its own prompt groups) and the gathered advantages to `_logs["advantages"]`
   (the completions table); mlgrpo's advantages replace TRL's, so these are replaced (replace_advantage_logs).
