@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 from datasets import Dataset
+from transformers import TrainerCallback
 
 from mlgrpo.data.suites import load_suite
 from mlgrpo.models.architecture import init_model
@@ -72,3 +73,13 @@ def grpo_args(output_dir, **overrides):
     )
     settings.update(overrides)
     return GRPOConfig(**settings)
+
+
+class StepsTrained(TrainerCallback):
+    """The optimiser steps this trainer ran (a resumed one: only those after its checkpoint)."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.steps.append(state.global_step)

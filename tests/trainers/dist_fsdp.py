@@ -22,11 +22,11 @@ import sys
 from pathlib import Path
 
 import torch
-from transformers import TrainerCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.trainers.conftest import build_dataset, build_tokenizer, grpo_args, make_policy  # noqa: E402
+from tests.trainers.conftest import (  # noqa: E402
+    StepsTrained, build_dataset, build_tokenizer, grpo_args, make_policy)
 from tests.trainers.dist_equivalence import GLOBAL_BATCH, STEPS, prompt_and_length_reward  # noqa: E402
 from mlgrpo.sampling import SamplerConfig  # noqa: E402
 from mlgrpo.trainers import AlgorithmConfig, KLConfig, PPOTrainer  # noqa: E402
@@ -58,16 +58,6 @@ def sharding(model, world: int) -> dict:
     local = sum(p.to_local().numel() if isinstance(p, DTensor) else p.numel() for p in params)
     return {"dtensors": sum(isinstance(p, DTensor) for p in params), "parameters": len(params),
             "local_elements": local, "elements": sum(p.numel() for p in params), "world": world}
-
-
-class StepsTrained(TrainerCallback):
-    """The optimiser steps this trainer ran (a resumed one: only those after its checkpoint)."""
-
-    def __init__(self) -> None:
-        self.steps: list[int] = []
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.steps.append(state.global_step)
 
 
 def train(out: Path, world: int, tokenizer, resume: str | None = None) -> PPOTrainer:

@@ -20,7 +20,7 @@ from mlgrpo.sampling.group_schedule import GroupSwitch
 from mlgrpo.trainers import AlgorithmConfig, DynamicSampling, MultilingualGRPOTrainer, PPOTrainer
 from mlgrpo.trainers.checkpoints import EXTRA_STATE
 
-from .conftest import grpo_args, length_reward
+from .conftest import StepsTrained, grpo_args, length_reward
 
 PPO = AlgorithmConfig(name="ppo", advantage=AdvantageConfig(estimator="gae", std_scope="batch"))
 
@@ -124,19 +124,14 @@ def test_a_run_resumed_from_its_last_steps_checkpoint_trains_no_further_step(cas
     """A worker that died after the last step's checkpoint (in its final evaluation; a Ray node lost) resumes
     with the trained model and step count, and trains no step max_steps + 1 as HF's loop would."""
     whole = run(case, tmp_path / "whole", make_model, tokenizer, dataset)
-    steps = []
-
-    class Steps(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            steps.append(state.global_step)
-
+    trained = StepsTrained()
     args = grpo_args(tmp_path / "whole", max_steps=STEPS, save_strategy="steps", save_steps=CASES[case].interrupt)
     extra = {"algorithm": CASES[case].algorithm} if CASES[case].algorithm is not None else {}
     resumed = CASES[case].trainer(model=make_model(), reward_funcs=[length_reward], args=args, train_dataset=dataset,
-                                  processing_class=tokenizer, sampler=CASES[case].sampler, callbacks=[Steps()], **extra)
+                                  processing_class=tokenizer, sampler=CASES[case].sampler, callbacks=[trained], **extra)
     assert (vector(resumed.model) - vector(whole.model)).abs().max() > 1e-5  # a fresh model, before the resume
     resumed.train(resume_from_checkpoint=str(tmp_path / "whole" / f"checkpoint-{STEPS}"))
-    assert steps == [] and resumed.state.global_step == STEPS
+    assert trained.steps == [] and resumed.state.global_step == STEPS
     assert (vector(resumed.model) - vector(whole.model)).abs().max() == 0.0
 
 

@@ -24,7 +24,7 @@ from mlgrpo.trainers.trl_adapter import (
     replace_advantage_logs, replace_completion_logs, set_group_size,
 )  # fmt: skip
 
-from .conftest import grpo_args, length_reward
+from .conftest import StepsTrained, grpo_args, length_reward
 
 
 class CountingTRL(GRPOTrainer):
@@ -209,19 +209,14 @@ def test_rewards_arrive_gathered_per_function_and_the_record_returns_with_the_ba
 def test_stock_trl_resumed_from_its_last_steps_checkpoint_trains_one_step_more(tmp_path, make_model, tokenizer, dataset):
     """The HF behaviour TRLAdapter.finished guards against: HF's loop checks max_steps after a step. Should a
     transformers release check first, this fails and the guard can go."""
-    steps = []
-
-    class Steps(transformers.TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            steps.append(state.global_step)
-
-    def stock(resume=None):
+    def stock(resume=None) -> tuple[GRPOTrainer, StepsTrained]:
+        trained = StepsTrained()
         args = grpo_args(tmp_path, max_steps=2, save_strategy="steps", save_steps=2)
         trainer = GRPOTrainer(model=make_model(), reward_funcs=[length_reward], args=args, train_dataset=dataset,
-                              processing_class=tokenizer, callbacks=[Steps()])
+                              processing_class=tokenizer, callbacks=[trained])
         trainer.train(resume_from_checkpoint=resume)
-        return trainer
+        return trainer, trained
 
     stock()
-    steps.clear()
-    assert stock(str(tmp_path / "checkpoint-2")).state.global_step == 3 and steps == [3]
+    resumed, trained = stock(str(tmp_path / "checkpoint-2"))
+    assert resumed.state.global_step == 3 and trained.steps == [3]
